@@ -1,0 +1,109 @@
+import { randomUUID } from 'node:crypto';
+import fastifySwagger from '@fastify/swagger';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import type { Config } from './config.js';
+import type { AppContext } from './context.js';
+import { openDatabase } from './db/connect.js';
+import { migrationsApplied } from './db/migrate.js';
+import { API_VERSION } from './domain/events/append.js';
+import { EventBus } from './domain/events/bus.js';
+import { KeyAuthenticator } from './domain/keys/service.js';
+import { requireApiKey } from './http/auth.js';
+import { installErrorHandling } from './http/errors-plugin.js';
+import { directoryRoutes } from './http/routes/directory.js';
+import { emergencyRoutes } from './http/routes/emergencies.js';
+import { zodValidatorCompiler } from './http/validation.js';
+
+export const API_PREFIX = '/api/public/v1';
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function createContext(config: Config): AppContext {
+  return { db: openDatabase(config.DATABASE_URL), config, bus: new EventBus() };
+}
+
+export interface AppServices {
+  keys: KeyAuthenticator;
+}
+
+/** Builds the HTTP application (REST v1, health); used by `serve` and by every test. */
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger:
+      ctx.config.LOG_LEVEL === 'silent'
+        ? false
+        : { level: ctx.config.LOG_LEVEL, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    bodyLimit: 1024 * 1024,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    },
+    requestTimeout: 30_000,
+    keepAliveTimeout: 72_000,
+    return503OnClosing: true,
+  });
+  const keys = new KeyAuthenticator(ctx);
+  app.decorate('services', { keys } satisfies AppServices);
+  app.decorateRequest('principal', null);
+  app.setValidatorCompiler(zodValidatorCompiler);
+  // Responses are built by the services from typed records; the schemas document them, and plain
+  // JSON.stringify avoids validating every response on the hot path.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  // Only JSON bodies are accepted; text/plain would otherwise be parsed as a string.
+  app.removeContentTypeParser('text/plain');
+  installErrorHandling(app);
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Emergency Notification Public API',
+        version: API_VERSION,
+        description:
+          'Declare, re-categorize, resolve and read emergencies; post messages; read categories, users and the audit log. ' +
+          'Every request except GET /openapi.json carries Authorization: Bearer <API_KEY>. Every response carries X-Request-Id.',
+      },
+      servers: [{ url: API_PREFIX }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'enk_live_ + 8 hex + 64 hex' } } },
+      security: [{ bearer: [] }],
+    },
+    transform: (input) => {
+      const out = jsonSchemaTransform(input);
+      return { ...out, url: out.url.startsWith(API_PREFIX) ? out.url.slice(API_PREFIX.length) || '/' : out.url };
+    },
+    transformObject: jsonSchemaTransformObject,
+  });
+
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
+    try {
+      if (await migrationsApplied(ctx.db)) return { status: 'ready' };
+      return reply.code(503).send({ detail: { error: 'unavailable', message: 'Database migrations are not applied.' } });
+    } catch {
+      return reply.code(503).send({ detail: { error: 'unavailable', message: 'The database is not reachable.' } });
+    }
+  });
+
+  await app.register(
+    async (v1) => {
+      v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+      await v1.register(async (authed) => {
+        authed.addHook('onRequest', requireApiKey(keys));
+        await authed.register(emergencyRoutes(ctx));
+        await authed.register(directoryRoutes(ctx));
+      });
+    },
+    { prefix: API_PREFIX },
+  );
+
+  return app;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: AppServices;
+  }
+}

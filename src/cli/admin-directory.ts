@@ -1,0 +1,52 @@
+import { createCategory } from '../domain/categories/service.js';
+import { createEnterprise, createOrg, createPartner } from '../domain/orgs/service.js';
+import { createUser } from '../domain/users/service.js';
+import { type CliCommand, requireOption } from './command.js';
+
+export const directoryCommands: Record<string, CliCommand> = {
+  'admin partner create': {
+    usage: '--name N',
+    options: { name: { type: 'string' } },
+    run: ({ ctx, values }) => createPartner(ctx, { name: requireOption(values, 'name') }),
+  },
+  'admin enterprise create': {
+    usage: '--partner ID --name N',
+    options: { partner: { type: 'string' }, name: { type: 'string' } },
+    run: ({ ctx, values }) => createEnterprise(ctx, { partnerId: requireOption(values, 'partner'), name: requireOption(values, 'name') }),
+  },
+  'admin org create': {
+    usage: '--enterprise ID --name N   (creates its Uncategorized category)',
+    options: { enterprise: { type: 'string' }, name: { type: 'string' } },
+    run: ({ ctx, values }) => createOrg(ctx, { enterpriseId: requireOption(values, 'enterprise'), name: requireOption(values, 'name') }),
+  },
+  'admin category create': {
+    usage: '--org ID --name N --color "#D32F2F" --severity 0..5 --response-level none|hold|secure|lockdown|evacuate|shelter|medical',
+    options: { org: { type: 'string' }, name: { type: 'string' }, color: { type: 'string' }, severity: { type: 'string' }, 'response-level': { type: 'string' } },
+    run: ({ ctx, values }) =>
+      createCategory(ctx, requireOption(values, 'org'), {
+        name: requireOption(values, 'name'),
+        color: requireOption(values, 'color'),
+        severity: requireOption(values, 'severity'),
+        responseLevel: requireOption(values, 'response-level'),
+      }),
+  },
+  'admin user create': {
+    usage: '--org ID --first-name F --last-name L --email E [--role responder|user|visitor] [--phone P]',
+    options: {
+      org: { type: 'string' },
+      'first-name': { type: 'string' },
+      'last-name': { type: 'string' },
+      email: { type: 'string' },
+      role: { type: 'string' },
+      phone: { type: 'string' },
+    },
+    run: ({ ctx, values }) =>
+      createUser(ctx, requireOption(values, 'org'), {
+        firstName: requireOption(values, 'first-name'),
+        lastName: requireOption(values, 'last-name'),
+        email: requireOption(values, 'email'),
+        role: values.role,
+        phoneNumber: values.phone,
+      }),
+  },
+};

@@ -1,0 +1,45 @@
+import { z } from 'zod';
+
+const booleanFlag = z
+  .enum(['true', 'false', '1', '0', ''])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+
+const retrySchedule = z
+  .string()
+  .regex(/^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, 'a comma-separated list of seconds, e.g. "5,300,1800"')
+  .transform((s) => s.split(',').map((x) => Number(x.trim())));
+
+const configSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, 'sqlite:PATH, sqlite::memory: or postgres://...')
+    .default('sqlite:./data/emergency.db'),
+  ATTACHMENT_STORE: z.string().regex(/^(file:.+|s3:\/\/.+)$/, 'file:PATH or s3://bucket/prefix').default('file:./data/attachments'),
+  ATTACHMENT_PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag,
+  WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 36000]),
+  RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Config = z.infer<typeof configSchema>;
+
+export class ConfigError extends Error {}
+
+/** The only reader of the environment: a bad value stops the process with a message naming the variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const picked: Record<string, string> = {};
+  for (const key of Object.keys(configSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') picked[key] = value;
+  }
+  const result = configSchema.safeParse(picked);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return result.data;
+}

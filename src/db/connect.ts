@@ -1,0 +1,110 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  Kysely,
+  PostgresDialect,
+  SqliteAdapter,
+  SqliteDialect,
+  SqliteDriver,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely';
+import pg from 'pg';
+import type { Database } from './types.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface DbHandle {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** The connection string without any embedded secret, safe for logs. */
+  describe: string;
+  /** For PostgreSQL: a fresh client config so LISTEN can hold its own connection. */
+  pgConfig?: pg.ClientConfig;
+  /** For PostgreSQL: the schema named in the URL, if any. */
+  pgSchema?: string;
+  close(): Promise<void>;
+}
+
+/**
+ * SQLite's default deferred BEGIN takes the write lock only at the first write; if another process
+ * wrote in between, the upgrade fails at once with SQLITE_BUSY. BEGIN IMMEDIATE takes the lock up front,
+ * so concurrent writers (the server and the admin CLI) simply wait on busy_timeout.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly database: BetterSqlite3.Database) {
+    super({ database });
+  }
+  override createDriver() {
+    return new ImmediateSqliteDriver({ database: this.database });
+  }
+  override createAdapter() {
+    return new SqliteAdapter();
+  }
+  override createQueryCompiler() {
+    return new SqliteQueryCompiler();
+  }
+  override createIntrospector(db: Kysely<any>) {
+    return new SqliteIntrospector(db);
+  }
+}
+
+// Counts and sums come back from pg as strings (int8); they are small here, so parse them as numbers.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export function openDatabase(url: string): DbHandle {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const sqlite = new BetterSqlite3(path);
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('synchronous = NORMAL');
+    sqlite.pragma('busy_timeout = 10000');
+    sqlite.pragma('foreign_keys = ON');
+    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(sqlite) });
+    return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close: () => db.destroy() };
+  }
+  const parsed = new URL(url);
+  // `?schema=NAME` selects a PostgreSQL schema (created on first use); tests use it to isolate runs.
+  const schema = parsed.searchParams.get('schema');
+  parsed.searchParams.delete('schema');
+  const clientConfig: pg.ClientConfig = { connectionString: parsed.toString() };
+  if (schema) {
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error('DATABASE_URL schema must be a lowercase identifier');
+    clientConfig.options = `-c search_path=${schema}`;
+  }
+  const pool = new pg.Pool({ ...clientConfig, max: 10 });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
+  return { db, dialect: 'postgres', describe, pgConfig: clientConfig, pgSchema: schema ?? undefined, close: () => db.destroy() };
+}
+
+/** A transaction plus work to run once it has committed (wake-ups of readers, never state changes). */
+export interface Tx {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  afterCommit(fn: () => void): void;
+}
+
+export async function inTransaction<T>(handle: DbHandle, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const callbacks: (() => void)[] = [];
+  const result = await handle.db.transaction().execute((trx) =>
+    fn({ db: trx, dialect: handle.dialect, afterCommit: (cb) => callbacks.push(cb) }),
+  );
+  for (const cb of callbacks) cb();
+  return result;
+}
+
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; message?: string };
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}

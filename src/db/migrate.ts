@@ -1,0 +1,24 @@
+import { Migrator, type MigrationProvider, sql } from 'kysely';
+import type { DbHandle } from './connect.js';
+import { migrations } from './migrations/index.js';
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+/** Applies pending migrations. Kysely takes a lock, so instances starting together apply them once. */
+export async function migrateToLatest(handle: DbHandle): Promise<string[]> {
+  if (handle.pgSchema) {
+    // The schema may be new: it must exist before the migrator creates its tables in it.
+    await sql.raw(`create schema if not exists ${handle.pgSchema}`).execute(handle.db);
+  }
+  const migrator = new Migrator({ db: handle.db, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}
+
+/** True when every known migration has been applied: what /readyz reports. */
+export async function migrationsApplied(handle: DbHandle): Promise<boolean> {
+  const migrator = new Migrator({ db: handle.db, provider });
+  const all = await migrator.getMigrations();
+  return all.every((m) => m.executedAt !== undefined);
+}

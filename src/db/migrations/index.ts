@@ -1,0 +1,7 @@
+import type { Migration } from 'kysely';
+import * as core from './0001_core.js';
+
+/** Every migration, by name; names sort in the order they are applied. */
+export const migrations: Record<string, Migration> = {
+  '0001_core': core,
+};

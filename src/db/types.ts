@@ -1,0 +1,122 @@
+/**
+ * Row shapes of every table. Timestamps are stored as ISO-8601 UTC text with milliseconds on both
+ * dialects: it sorts correctly as text and keeps one code path for SQLite and PostgreSQL.
+ * JSON values are stored as serialized text for the same reason; booleans as 0/1.
+ */
+export interface PartnerTable { id: string; name: string; created_at: string }
+export interface EnterpriseTable { id: string; partner_id: string; name: string; created_at: string }
+export interface OrgTable {
+  id: string;
+  enterprise_id: string;
+  partner_id: string;
+  name: string;
+  created_at: string;
+  /** Last offset handed out on this org's event stream; bumped under the row lock of the writing transaction. */
+  event_offset: number;
+}
+export interface CategoryTable {
+  id: string;
+  org_id: string;
+  name: string;
+  color: string;
+  response_level: string;
+  severity: number;
+  is_system: number;
+  created_at: string;
+}
+export interface UserTable {
+  id: string;
+  org_id: string;
+  first_name: string;
+  last_name: string;
+  email: string;
+  phone_number: string | null;
+  role: string;
+  access_level: string;
+  status: string;
+  profile_photo_url: string | null;
+  owned_device_id: string | null;
+  owned_device_name: string | null;
+  created_at: string;
+  last_login_at: string | null;
+}
+export interface ApiKeyTable {
+  id: string;
+  /** The 8 public hex characters after `enk_live_`: the lookup index. */
+  key_prefix: string;
+  /** Hex SHA-256 of the full plaintext key. */
+  secret_hash: string;
+  name: string;
+  subject_type: string;
+  subject_id: string;
+  allowed_org_ids: string | null;
+  permissions: string;
+  active_until: string | null;
+  status: string;
+  created_at: string;
+  last_used_at: string | null;
+  rotated_to: string | null;
+}
+export interface EmergencyTable {
+  id: string;
+  org_id: string;
+  status: string;
+  external_id: string | null;
+  category_id: string;
+  source: string | null;
+  description: string | null;
+  occurred_at: string;
+  created_at: string;
+  updated_at: string;
+  declared_by: string;
+  location: string | null;
+  metadata: string | null;
+  /** Last per-emergency event sequence number. */
+  sequence: number;
+}
+export interface ResolutionTable {
+  emergency_id: string;
+  org_id: string;
+  resolved_at: string;
+  resolved_by: string;
+  resolution_note: string | null;
+  metadata: string | null;
+  created_at: string;
+}
+export interface EventTable {
+  id: string;
+  org_id: string;
+  stream_offset: number;
+  emergency_id: string;
+  event_type: string;
+  sequence: number;
+  payload: string;
+  created_at: string;
+}
+export interface AuditLogTable {
+  id: string;
+  org_id: string;
+  occurred_at: string;
+  event_category: string;
+  event_type: string;
+  actor_type: string;
+  actor_id: string;
+  actor_name: string | null;
+  resource_type: string;
+  resource_id: string;
+  request_id: string | null;
+  details: string | null;
+}
+
+export interface Database {
+  partners: PartnerTable;
+  enterprises: EnterpriseTable;
+  orgs: OrgTable;
+  categories: CategoryTable;
+  users: UserTable;
+  api_keys: ApiKeyTable;
+  emergencies: EmergencyTable;
+  emergency_resolutions: ResolutionTable;
+  events: EventTable;
+  audit_logs: AuditLogTable;
+}

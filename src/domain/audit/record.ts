@@ -1,0 +1,41 @@
+import type { Tx } from '../../db/connect.js';
+import type { Caller, Principal } from '../access/principal.js';
+import { newId, nowIso } from '../shared/ids.js';
+import { toJson } from '../shared/json.js';
+
+export interface AuditInput {
+  orgId: string;
+  eventCategory: string;
+  eventType: string;
+  resource: { type: string; id: string };
+  details?: Record<string, unknown>;
+  occurredAt?: string;
+}
+
+export function principalActor(principal: Principal): { type: string; id: string; name: string } {
+  return principal.kind === 'api_key'
+    ? { type: 'api_key', id: principal.keyId, name: principal.keyName }
+    : { type: 'operator', id: 'cli', name: principal.name };
+}
+
+/** Appends an audit entry inside the caller's transaction, so it commits (or not) with the change. */
+export async function recordAudit(tx: Tx, caller: Caller, entry: AuditInput): Promise<void> {
+  const actor = principalActor(caller.principal);
+  await tx.db
+    .insertInto('audit_logs')
+    .values({
+      id: newId(),
+      org_id: entry.orgId,
+      occurred_at: entry.occurredAt ?? nowIso(),
+      event_category: entry.eventCategory,
+      event_type: entry.eventType,
+      actor_type: actor.type,
+      actor_id: actor.id,
+      actor_name: actor.name,
+      resource_type: entry.resource.type,
+      resource_id: entry.resource.id,
+      request_id: caller.requestId,
+      details: toJson(entry.details ?? null),
+    })
+    .execute();
+}

@@ -1,0 +1,30 @@
+import { z } from 'zod';
+import { pageOf, timestamp, uuid } from '../shared/schema.js';
+
+export const RESPONSE_LEVELS = ['none', 'hold', 'secure', 'lockdown', 'evacuate', 'shelter', 'medical'] as const;
+
+export const categoryItem = z
+  .object({
+    categoryId: uuid,
+    name: z.string(),
+    color: z.string().meta({ pattern: '^#[0-9A-F]{6}$', example: '#D32F2F' }),
+    responseLevel: z.enum(RESPONSE_LEVELS),
+    severity: z.number().int().min(0).max(5),
+    isSystem: z.boolean(),
+    createdAt: timestamp,
+  })
+  .meta({ id: 'Category' });
+
+export const categoryPage = pageOf(categoryItem).meta({ id: 'CategoryPage' });
+
+export type CategoryItem = z.infer<typeof categoryItem>;
+
+export const categoryCreateInput = z.object({
+  name: z.string().trim().min(1).max(128),
+  color: z
+    .string()
+    .regex(/^#[0-9a-fA-F]{6}$/, 'must be #RRGGBB')
+    .transform((c) => c.toUpperCase()),
+  severity: z.coerce.number().int().min(0).max(5),
+  responseLevel: z.enum(RESPONSE_LEVELS),
+});

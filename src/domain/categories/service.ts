@@ -1,0 +1,112 @@
+import type { AppContext } from '../../context.js';
+import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
+import type { CategoryTable } from '../../db/types.js';
+import { fieldError } from '../../errors.js';
+import { authorize } from '../access/authorize.js';
+import type { Caller } from '../access/principal.js';
+import { decodeCursor, paginate } from '../shared/cursor.js';
+import { isUuid, newId, nowIso } from '../shared/ids.js';
+import type { Page } from '../shared/schema.js';
+import { requireOrg } from '../orgs/service.js';
+import { categoryCreateInput, type CategoryItem } from './schema.js';
+
+export const UNCATEGORIZED = { name: 'Uncategorized', color: '#9E9E9E', severity: 0, responseLevel: 'none' } as const;
+
+export function toCategoryItem(row: CategoryTable): CategoryItem {
+  return {
+    categoryId: row.id,
+    name: row.name,
+    color: row.color,
+    responseLevel: row.response_level as CategoryItem['responseLevel'],
+    severity: row.severity,
+    isSystem: row.is_system === 1,
+    createdAt: row.created_at,
+  };
+}
+
+export async function insertCategory(
+  tx: Tx,
+  input: { orgId: string; name: string; color: string; severity: number; responseLevel: string; isSystem?: boolean },
+): Promise<CategoryTable> {
+  const row: CategoryTable = {
+    id: newId(),
+    org_id: input.orgId,
+    name: input.name,
+    color: input.color,
+    response_level: input.responseLevel,
+    severity: input.severity,
+    is_system: input.isSystem ? 1 : 0,
+    created_at: nowIso(),
+  };
+  await tx.db.insertInto('categories').values(row).execute();
+  return row;
+}
+
+export async function createCategory(ctx: AppContext, orgId: string, raw: unknown): Promise<{ id: string }> {
+  const input = categoryCreateInput.parse(raw);
+  return inTransaction(ctx.db, async (tx) => {
+    await requireOrg(tx, orgId);
+    try {
+      const row = await insertCategory(tx, { orgId, ...input });
+      return { id: row.id };
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new Error(`The organization already has a category named "${input.name}".`);
+      throw err;
+    }
+  });
+}
+
+/**
+ * Finds the category a declare or recategorize names, by id or by case-insensitive name, within
+ * the org only. `field` is where a 422 points when nothing matches.
+ */
+export async function resolveCategory(
+  tx: Tx,
+  orgId: string,
+  selector: { categoryId?: string; categoryName?: string },
+): Promise<CategoryTable> {
+  let query = tx.db.selectFrom('categories').selectAll().where('org_id', '=', orgId);
+  if (selector.categoryId !== undefined) {
+    if (!isUuid(selector.categoryId)) throw categoryNotFound('categoryId', selector.categoryId);
+    query = query.where('id', '=', selector.categoryId.toLowerCase());
+  } else if (selector.categoryName !== undefined) {
+    query = query.where((eb) => eb(eb.fn('lower', ['name']), '=', selector.categoryName!.toLowerCase()));
+  } else {
+    query = query.where('is_system', '=', 1).where('name', '=', UNCATEGORIZED.name);
+  }
+  const row = await query.executeTakeFirst();
+  if (row) return row;
+  if (selector.categoryId !== undefined) throw categoryNotFound('categoryId', selector.categoryId);
+  if (selector.categoryName !== undefined) throw categoryNotFound('categoryName', selector.categoryName);
+  throw new Error(`Organization ${orgId} has no Uncategorized category.`);
+}
+
+function categoryNotFound(field: 'categoryId' | 'categoryName', value: string) {
+  return fieldError(
+    ['body', field],
+    `No category ${field === 'categoryId' ? 'with id' : 'named'} "${value}" in this organization; list the categories to see the valid ones.`,
+    'category_not_found',
+  );
+}
+
+export async function listCategories(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  params: { cursor?: string; limit: number },
+): Promise<Page<CategoryItem>> {
+  await authorize(ctx, caller, orgId, 'read');
+  let query = ctx.db.db.selectFrom('categories').selectAll().where('org_id', '=', orgId);
+  if (params.cursor) {
+    const [severity, name, id] = decodeCursor(params.cursor, ['number', 'string', 'string']) as [number, string, string];
+    query = query.where((eb) =>
+      eb.or([
+        eb('severity', '<', severity),
+        eb.and([eb('severity', '=', severity), eb('name', '>', name)]),
+        eb.and([eb('severity', '=', severity), eb('name', '=', name), eb('id', '>', id)]),
+      ]),
+    );
+  }
+  const rows = await query.orderBy('severity', 'desc').orderBy('name').orderBy('id').limit(params.limit + 1).execute();
+  return paginate(rows, params.limit, toCategoryItem, (r) => [r.severity, r.name, r.id]);
+}

@@ -1,0 +1,100 @@
+import { z } from 'zod';
+import { actorInput, actorOutput, cursorParam, isoTimestampInput, limitParam, pageOf, timestamp, uuid } from '../shared/schema.js';
+
+export const EMERGENCY_STATUSES = ['declared', 'categorized', 'resolved'] as const;
+
+const metadataInput = z
+  .record(z.string(), z.unknown())
+  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= 16 * 1024, 'must be at most 16 KiB once serialized')
+  .describe('Free-form JSON object, at most 16 KiB serialized.');
+
+export const locationSchema = z
+  .object({
+    latitude: z.number().min(-90).max(90).optional(),
+    longitude: z.number().min(-180).max(180).optional(),
+    floorId: z.string().max(128).optional(),
+  })
+  .refine((l) => (l.latitude === undefined) === (l.longitude === undefined), {
+    message: 'latitude and longitude go together',
+    path: ['longitude'],
+  })
+  .meta({ id: 'Location' });
+
+const categorySelector = {
+  categoryId: z.string().min(1).max(64).optional().describe('Category id from the categories list.'),
+  categoryName: z.string().min(1).max(128).optional().describe('Category name (case-insensitive), instead of categoryId.'),
+};
+
+export const declareInput = z
+  .object({
+    externalId: z.string().min(1).max(256).optional().describe('Your own incident id; unique per organization.'),
+    ...categorySelector,
+    source: z.string().max(128).optional(),
+    description: z.string().max(4000).optional(),
+    occurredAt: isoTimestampInput.optional().describe('ISO-8601 with a zone; defaults to now.'),
+    location: locationSchema.optional(),
+    metadata: metadataInput.optional(),
+    declaredBy: actorInput.optional().describe('The person declaring; defaults to the API key.'),
+  })
+  .refine((b) => !(b.categoryId !== undefined && b.categoryName !== undefined), {
+    message: 'give categoryId or categoryName, not both',
+    path: ['categoryName'],
+  })
+  .meta({ id: 'DeclareEmergencyRequest' });
+
+export const recategorizeInput = z
+  .object(categorySelector)
+  .refine((b) => (b.categoryId === undefined) !== (b.categoryName === undefined), {
+    message: 'give exactly one of categoryId or categoryName',
+    path: ['categoryId'],
+  })
+  .meta({ id: 'RecategorizeEmergencyRequest' });
+
+export const resolveInput = z
+  .object({
+    resolutionNote: z.string().max(4000).optional(),
+    resolvedAt: isoTimestampInput.optional().describe('ISO-8601 with a zone; defaults to now.'),
+    resolvedBy: actorInput.optional().describe('The person resolving; defaults to the API key.'),
+    metadata: metadataInput.optional(),
+  })
+  .meta({ id: 'ResolveEmergencyRequest' });
+
+export const listEmergenciesQuery = z.object({
+  status: z.enum(EMERGENCY_STATUSES).optional(),
+  categoryId: z.string().max(64).optional(),
+  externalId: z.string().min(1).max(256).optional(),
+  since: isoTimestampInput.optional().describe('occurredAt >= since (ISO-8601).'),
+  until: isoTimestampInput.optional().describe('occurredAt < until (ISO-8601).'),
+  cursor: cursorParam.optional(),
+  limit: limitParam,
+});
+
+export const emergencyRecord = z
+  .object({
+    emergencyId: uuid,
+    orgId: uuid,
+    status: z.enum(EMERGENCY_STATUSES),
+    externalId: z.string().nullable(),
+    category: z.object({ id: uuid, name: z.string(), color: z.string(), severity: z.number().int() }),
+    source: z.string().nullable(),
+    description: z.string().nullable(),
+    occurredAt: timestamp,
+    createdAt: timestamp,
+    resolvedAt: timestamp.nullable(),
+    resolvedBy: actorOutput.nullable(),
+    declaredBy: actorOutput,
+    location: z
+      .object({ latitude: z.number().nullable(), longitude: z.number().nullable(), floorId: z.string().nullable() })
+      .nullable(),
+    resolutionNote: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()).nullable(),
+  })
+  .meta({ id: 'Emergency' });
+
+export const emergencyPage = pageOf(emergencyRecord).meta({ id: 'EmergencyPage' });
+
+export type DeclareInput = z.infer<typeof declareInput>;
+export type RecategorizeInput = z.infer<typeof recategorizeInput>;
+export type ResolveInput = z.infer<typeof resolveInput>;
+export type ListEmergenciesQuery = z.infer<typeof listEmergenciesQuery>;
+export type EmergencyRecord = z.infer<typeof emergencyRecord>;

@@ -1,0 +1,251 @@
+import type { AppContext } from '../../context.js';
+import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
+import { AppError } from '../../errors.js';
+import { authorize } from '../access/authorize.js';
+import type { Caller } from '../access/principal.js';
+import { principalActor, recordAudit } from '../audit/record.js';
+import { resolveCategory } from '../categories/service.js';
+import { appendEvent, type EmergencyEventType } from '../events/append.js';
+import { decodeCursor, paginate } from '../shared/cursor.js';
+import { isUuid, newId, nowIso } from '../shared/ids.js';
+import { toJson } from '../shared/json.js';
+import type { Actor, Page } from '../shared/schema.js';
+import { selectEmergencies, toEmergencyRecord, type EmergencyRow } from './repo.js';
+import type { DeclareInput, EmergencyRecord, ListEmergenciesQuery, RecategorizeInput, ResolveInput } from './schema.js';
+
+function actorOf(caller: Caller, person: { id: string; name: string } | undefined): Actor {
+  if (person) return { type: 'user', id: person.id, name: person.name };
+  const actor = principalActor(caller.principal);
+  return { type: 'api_key', id: actor.id, name: actor.name };
+}
+
+/** Event and audit entry of one transition, written in the transaction that made it. */
+async function recordTransition(
+  ctx: AppContext,
+  tx: Tx,
+  caller: Caller,
+  emergency: EmergencyRecord,
+  eventType: EmergencyEventType,
+  sequence: number,
+  details: Record<string, unknown>,
+): Promise<void> {
+  const event = await appendEvent(tx, ctx.bus, {
+    orgId: emergency.orgId,
+    emergencyId: emergency.emergencyId,
+    eventType,
+    sequence,
+    data: { emergency },
+  });
+  await recordAudit(tx, caller, {
+    orgId: emergency.orgId,
+    eventCategory: 'emergency',
+    eventType,
+    resource: { type: 'emergency', id: emergency.emergencyId },
+    details: { eventId: event.eventId, sequence, ...details },
+  });
+}
+
+async function findEmergencyRow(
+  tx: Pick<Tx, 'db' | 'dialect'>,
+  orgId: string,
+  emergencyId: string,
+  forUpdate: boolean,
+): Promise<EmergencyRow> {
+  if (!isUuid(emergencyId)) throw emergencyNotFound(emergencyId);
+  let query = selectEmergencies(tx.db).where('e.org_id', '=', orgId).where('e.id', '=', emergencyId.toLowerCase());
+  // Serializes concurrent transitions of one emergency on PostgreSQL; SQLite transactions are already serial.
+  if (forUpdate && tx.dialect === 'postgres') query = query.forUpdate('e');
+  const row = await query.executeTakeFirst();
+  if (!row) throw emergencyNotFound(emergencyId);
+  return row;
+}
+
+function emergencyNotFound(emergencyId: string): AppError {
+  return new AppError('emergency_not_found', `No emergency ${emergencyId} in this organization.`);
+}
+
+export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: string, input: DeclareInput): Promise<EmergencyRecord> {
+  await authorize(ctx, caller, orgId, 'write');
+  try {
+    return await inTransaction(ctx.db, async (tx) => {
+      const category = await resolveCategory(tx, orgId, input);
+      const now = nowIso();
+      const emergency: EmergencyRecord = {
+        emergencyId: newId(),
+        orgId,
+        status: 'declared',
+        externalId: input.externalId ?? null,
+        category: { id: category.id, name: category.name, color: category.color, severity: category.severity },
+        source: input.source ?? null,
+        description: input.description ?? null,
+        occurredAt: input.occurredAt ?? now,
+        createdAt: now,
+        resolvedAt: null,
+        resolvedBy: null,
+        declaredBy: actorOf(caller, input.declaredBy),
+        location: input.location
+          ? { latitude: input.location.latitude ?? null, longitude: input.location.longitude ?? null, floorId: input.location.floorId ?? null }
+          : null,
+        resolutionNote: null,
+        metadata: input.metadata ?? null,
+      };
+      await tx.db
+        .insertInto('emergencies')
+        .values({
+          id: emergency.emergencyId,
+          org_id: orgId,
+          status: emergency.status,
+          external_id: emergency.externalId,
+          category_id: category.id,
+          source: emergency.source,
+          description: emergency.description,
+          occurred_at: emergency.occurredAt,
+          created_at: now,
+          updated_at: now,
+          declared_by: JSON.stringify(emergency.declaredBy),
+          location: toJson(input.location),
+          metadata: toJson(input.metadata),
+          sequence: 1,
+        })
+        .execute();
+      await recordTransition(ctx, tx, caller, emergency, 'emergency.declared', 1, { categoryId: category.id });
+      return emergency;
+    });
+  } catch (err) {
+    if (input.externalId !== undefined && isUniqueViolation(err)) {
+      const existing = await ctx.db.db
+        .selectFrom('emergencies')
+        .select('id')
+        .where('org_id', '=', orgId)
+        .where('external_id', '=', input.externalId)
+        .executeTakeFirst();
+      if (existing) {
+        throw new AppError('external_id_conflict', `An emergency with externalId "${input.externalId}" already exists in this organization.`, {
+          emergencyId: existing.id,
+        });
+      }
+    }
+    throw err;
+  }
+}
+
+export async function getEmergency(ctx: AppContext, caller: Caller, orgId: string, emergencyId: string): Promise<EmergencyRecord> {
+  await authorize(ctx, caller, orgId, 'read');
+  const row = await findEmergencyRow(ctx.db, orgId, emergencyId, false);
+  return toEmergencyRecord(row);
+}
+
+export async function listEmergencies(ctx: AppContext, caller: Caller, orgId: string, params: ListEmergenciesQuery): Promise<Page<EmergencyRecord>> {
+  await authorize(ctx, caller, orgId, 'read');
+  let query = selectEmergencies(ctx.db.db).where('e.org_id', '=', orgId);
+  if (params.status) query = query.where('e.status', '=', params.status);
+  if (params.categoryId) query = query.where('e.category_id', '=', params.categoryId.toLowerCase());
+  if (params.externalId) query = query.where('e.external_id', '=', params.externalId);
+  if (params.since) query = query.where('e.occurred_at', '>=', params.since);
+  if (params.until) query = query.where('e.occurred_at', '<', params.until);
+  if (params.cursor) {
+    const [occurredAt, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
+    query = query.where((eb) =>
+      eb.or([eb('e.occurred_at', '<', occurredAt!), eb.and([eb('e.occurred_at', '=', occurredAt!), eb('e.id', '<', id!)])]),
+    );
+  }
+  const rows = await query.orderBy('e.occurred_at', 'desc').orderBy('e.id', 'desc').limit(params.limit + 1).execute();
+  return paginate(rows, params.limit, toEmergencyRecord, (r) => [r.occurred_at, r.id]);
+}
+
+/**
+ * Moves the emergency to `categorized` under the named category. Naming the category it already has
+ * while categorized changes nothing and emits nothing.
+ */
+export async function recategorizeEmergency(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  emergencyId: string,
+  input: RecategorizeInput,
+): Promise<EmergencyRecord> {
+  await authorize(ctx, caller, orgId, 'write');
+  return inTransaction(ctx.db, async (tx) => {
+    const row = await findEmergencyRow(tx, orgId, emergencyId, true);
+    if (row.status === 'resolved') {
+      throw new AppError('emergency_resolved', 'This emergency is resolved; resolved emergencies cannot be changed.', {
+        emergencyId: row.id,
+      });
+    }
+    const category = await resolveCategory(tx, orgId, input);
+    if (row.status === 'categorized' && row.category_id === category.id) return toEmergencyRecord(row);
+    const sequence = row.sequence + 1;
+    await tx.db
+      .updateTable('emergencies')
+      .set({ status: 'categorized', category_id: category.id, sequence, updated_at: nowIso() })
+      .where('id', '=', row.id)
+      .where('org_id', '=', orgId)
+      .execute();
+    const emergency = toEmergencyRecord({
+      ...row,
+      status: 'categorized',
+      category_id: category.id,
+      category_name: category.name,
+      category_color: category.color,
+      category_severity: category.severity,
+      sequence,
+    });
+    await recordTransition(ctx, tx, caller, emergency, 'emergency.categorized', sequence, {
+      previousCategoryId: row.category_id,
+      categoryId: category.id,
+    });
+    return emergency;
+  });
+}
+
+/**
+ * Resolves the emergency. `created` is false when it was already resolved: REST answers that
+ * idempotently with the existing resolution, the tool server reports it as an error.
+ */
+export async function resolveEmergency(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  emergencyId: string,
+  input: ResolveInput,
+): Promise<{ emergency: EmergencyRecord; created: boolean }> {
+  await authorize(ctx, caller, orgId, 'write');
+  return inTransaction(ctx.db, async (tx) => {
+    const row = await findEmergencyRow(tx, orgId, emergencyId, true);
+    if (row.status === 'resolved') return { emergency: toEmergencyRecord(row), created: false };
+    const now = nowIso();
+    const resolvedBy = actorOf(caller, input.resolvedBy);
+    const resolvedAt = input.resolvedAt ?? now;
+    const sequence = row.sequence + 1;
+    await tx.db
+      .insertInto('emergency_resolutions')
+      .values({
+        emergency_id: row.id,
+        org_id: orgId,
+        resolved_at: resolvedAt,
+        resolved_by: JSON.stringify(resolvedBy),
+        resolution_note: input.resolutionNote ?? null,
+        metadata: toJson(input.metadata),
+        created_at: now,
+      })
+      .execute();
+    await tx.db
+      .updateTable('emergencies')
+      .set({ status: 'resolved', sequence, updated_at: now })
+      .where('id', '=', row.id)
+      .where('org_id', '=', orgId)
+      .execute();
+    const emergency = toEmergencyRecord({
+      ...row,
+      status: 'resolved',
+      resolved_at: resolvedAt,
+      resolved_by: JSON.stringify(resolvedBy),
+      resolution_note: input.resolutionNote ?? null,
+      sequence,
+    });
+    await recordTransition(ctx, tx, caller, emergency, 'emergency.resolved', sequence, {
+      ...(input.metadata ? { resolutionMetadata: input.metadata } : {}),
+    });
+    return { emergency, created: true };
+  });
+}

@@ -1,0 +1,28 @@
+import { EventEmitter } from 'node:events';
+
+export interface CommittedEvent {
+  orgId: string;
+  offset: number;
+}
+
+/**
+ * Wakes readers of the event table (device gateway, webhook dispatcher) when a transaction that
+ * wrote events has committed. It carries only the org and offset: readers always read the committed
+ * rows themselves, so a lost or duplicated wake-up never loses or duplicates an event.
+ */
+export class EventBus {
+  private readonly emitter = new EventEmitter();
+  constructor() {
+    this.emitter.setMaxListeners(0);
+  }
+  committed(event: CommittedEvent): void {
+    this.emitter.emit('committed', event);
+  }
+  onCommitted(listener: (event: CommittedEvent) => void): () => void {
+    this.emitter.on('committed', listener);
+    return () => this.emitter.off('committed', listener);
+  }
+}
+
+/** PostgreSQL channel on which the writing transaction announces `{orgId, offset}` to other instances. */
+export const PG_EVENT_CHANNEL = 'emergency_events';

@@ -1,0 +1,214 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { AppContext } from '../../context.js';
+import { inTransaction, type Tx } from '../../db/connect.js';
+import type { ApiKeyTable } from '../../db/types.js';
+import { AppError } from '../../errors.js';
+import type { Caller, Principal, SubjectType } from '../access/principal.js';
+import { recordAudit } from '../audit/record.js';
+import { newId, nowIso } from '../shared/ids.js';
+import { fromJson, toJson } from '../shared/json.js';
+
+export const KEY_PATTERN = /^enk_live_([0-9a-f]{8})([0-9a-f]{64})$/;
+const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
+const CACHE_TTL_MS = 2_000;
+const LAST_USED_WRITE_INTERVAL_MS = 60_000;
+
+export interface KeySpec {
+  name: string;
+  subjectType: SubjectType;
+  subjectId: string;
+  permissions: ('read' | 'write')[];
+  allowedOrgIds?: string[] | null;
+  activeUntil?: string | null;
+}
+
+export interface KeyRecord {
+  id: string;
+  name: string;
+  subject: { type: string; id: string };
+  allowedOrgIds: string[] | null;
+  permissions: string[];
+  activeUntilDate: string | null;
+  status: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+}
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+function mintPlaintext(): { plaintext: string; prefix: string } {
+  const prefix = randomBytes(4).toString('hex');
+  return { plaintext: `enk_live_${prefix}${randomBytes(32).toString('hex')}`, prefix };
+}
+
+export function toKeyRecord(row: ApiKeyTable): KeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    subject: { type: row.subject_type, id: row.subject_id },
+    allowedOrgIds: fromJson<string[]>(row.allowed_org_ids),
+    permissions: row.permissions.split(',').filter(Boolean),
+    activeUntilDate: row.active_until,
+    status: row.status,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+  };
+}
+
+/** The orgs a subject reaches today: where key lifecycle entries are written in the audit log. */
+async function coveredOrgIds(tx: Tx, subjectType: string, subjectId: string, allowed: string[] | null): Promise<string[]> {
+  const column = subjectType === 'org' ? 'id' : subjectType === 'enterprise' ? 'enterprise_id' : 'partner_id';
+  const rows = await tx.db.selectFrom('orgs').select('id').where(column, '=', subjectId).execute();
+  return rows.map((r) => r.id).filter((id) => allowed === null || allowed.includes(id));
+}
+
+async function auditKeyEvent(tx: Tx, caller: Caller, row: Pick<ApiKeyTable, 'id' | 'name' | 'subject_type' | 'subject_id' | 'allowed_org_ids'>, eventType: string, details: Record<string, unknown>) {
+  for (const orgId of await coveredOrgIds(tx, row.subject_type, row.subject_id, fromJson<string[]>(row.allowed_org_ids))) {
+    await recordAudit(tx, caller, {
+      orgId,
+      eventCategory: 'api_key',
+      eventType,
+      resource: { type: 'api_key', id: row.id },
+      details: { name: row.name, ...details },
+    });
+  }
+}
+
+async function assertSubjectExists(tx: Tx, subjectType: SubjectType, subjectId: string): Promise<void> {
+  const table = subjectType === 'org' ? 'orgs' : subjectType === 'enterprise' ? 'enterprises' : 'partners';
+  const found = await tx.db.selectFrom(table).select('id').where('id', '=', subjectId).executeTakeFirst();
+  if (!found) throw new Error(`No ${subjectType} with id ${subjectId}.`);
+}
+
+async function insertKey(tx: Tx, spec: KeySpec): Promise<{ row: ApiKeyTable; plaintext: string }> {
+  const { plaintext, prefix } = mintPlaintext();
+  const row: ApiKeyTable = {
+    id: newId(),
+    key_prefix: prefix,
+    secret_hash: sha256(plaintext).toString('hex'),
+    name: spec.name,
+    subject_type: spec.subjectType,
+    subject_id: spec.subjectId,
+    allowed_org_ids: toJson(spec.allowedOrgIds ?? null),
+    permissions: [...new Set(spec.permissions)].sort().join(','),
+    active_until: spec.activeUntil ?? null,
+    status: 'active',
+    created_at: nowIso(),
+    last_used_at: null,
+    rotated_to: null,
+  };
+  await tx.db.insertInto('api_keys').values(row).execute();
+  return { row, plaintext };
+}
+
+export async function createApiKey(ctx: AppContext, caller: Caller, spec: KeySpec): Promise<{ id: string; key: string; record: KeyRecord }> {
+  return inTransaction(ctx.db, async (tx) => {
+    await assertSubjectExists(tx, spec.subjectType, spec.subjectId);
+    const { row, plaintext } = await insertKey(tx, spec);
+    await auditKeyEvent(tx, caller, row, 'api_key.created', {
+      subject: { type: spec.subjectType, id: spec.subjectId },
+      permissions: spec.permissions,
+    });
+    return { id: row.id, key: plaintext, record: toKeyRecord(row) };
+  });
+}
+
+async function loadKey(tx: Tx, keyId: string): Promise<ApiKeyTable> {
+  const row = await tx.db.selectFrom('api_keys').selectAll().where('id', '=', keyId).executeTakeFirst();
+  if (!row) throw new Error(`No API key with id ${keyId}.`);
+  return row;
+}
+
+export async function revokeApiKey(ctx: AppContext, caller: Caller, keyId: string): Promise<KeyRecord> {
+  return inTransaction(ctx.db, async (tx) => {
+    const row = await loadKey(tx, keyId);
+    await tx.db.updateTable('api_keys').set({ status: 'inactive' }).where('id', '=', keyId).execute();
+    await auditKeyEvent(tx, caller, row, 'api_key.revoked', {});
+    return toKeyRecord({ ...row, status: 'inactive' });
+  });
+}
+
+/** Mints a successor with the same grants; the old key keeps working until the grace expiry. */
+export async function rotateApiKey(
+  ctx: AppContext,
+  caller: Caller,
+  keyId: string,
+  graceMs = ROTATION_GRACE_MS,
+): Promise<{ id: string; key: string; previousKeyExpiresAt: string }> {
+  return inTransaction(ctx.db, async (tx) => {
+    const old = await loadKey(tx, keyId);
+    if (old.status !== 'active') throw new Error(`API key ${keyId} is inactive and cannot be rotated.`);
+    const { row, plaintext } = await insertKey(tx, {
+      name: old.name,
+      subjectType: old.subject_type as SubjectType,
+      subjectId: old.subject_id,
+      permissions: old.permissions.split(',') as ('read' | 'write')[],
+      allowedOrgIds: fromJson<string[]>(old.allowed_org_ids),
+      activeUntil: old.active_until,
+    });
+    const graceEnd = new Date(Date.now() + graceMs).toISOString();
+    const expiresAt = old.active_until !== null && old.active_until < graceEnd ? old.active_until : graceEnd;
+    await tx.db.updateTable('api_keys').set({ active_until: expiresAt, rotated_to: row.id }).where('id', '=', keyId).execute();
+    await auditKeyEvent(tx, caller, old, 'api_key.rotated', { successorKeyId: row.id, previousKeyExpiresAt: expiresAt });
+    return { id: row.id, key: plaintext, previousKeyExpiresAt: expiresAt };
+  });
+}
+
+export async function listApiKeys(ctx: AppContext): Promise<KeyRecord[]> {
+  const rows = await ctx.db.db.selectFrom('api_keys').selectAll().orderBy('created_at').execute();
+  return rows.map(toKeyRecord);
+}
+
+interface CachedKey {
+  row: ApiKeyTable | undefined;
+  fetchedAt: number;
+  lastUsedWrittenAt: number;
+}
+
+/**
+ * Verifies a bearer key: one indexed lookup by the public prefix (cached for a few seconds, so a
+ * revocation takes effect within that time), then a constant-time comparison of SHA-256 digests.
+ */
+export class KeyAuthenticator {
+  private readonly cache = new Map<string, CachedKey>();
+  constructor(private readonly ctx: AppContext) {}
+
+  async authenticate(plaintext: string | undefined): Promise<Principal | null> {
+    if (!plaintext) return null;
+    const match = KEY_PATTERN.exec(plaintext);
+    if (!match) return null;
+    const prefix = match[1]!;
+    const now = Date.now();
+    let entry = this.cache.get(prefix);
+    if (!entry || now - entry.fetchedAt > CACHE_TTL_MS) {
+      const row = await this.ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst();
+      if (this.cache.size > 50_000) this.cache.clear();
+      entry = { row, fetchedAt: now, lastUsedWrittenAt: entry?.lastUsedWrittenAt ?? 0 };
+      this.cache.set(prefix, entry);
+    }
+    const row = entry.row;
+    if (!row) return null;
+    if (!timingSafeEqual(sha256(plaintext), Buffer.from(row.secret_hash, 'hex'))) return null;
+    if (row.status !== 'active') return null;
+    if (row.active_until !== null && Date.parse(row.active_until) <= now) return null;
+    if (now - entry.lastUsedWrittenAt > LAST_USED_WRITE_INTERVAL_MS) {
+      entry.lastUsedWrittenAt = now;
+      // Best effort and off the request path: lastUsedAt is informational, at one-minute precision.
+      this.ctx.db.db
+        .updateTable('api_keys')
+        .set({ last_used_at: new Date(now).toISOString() })
+        .where('id', '=', row.id)
+        .execute()
+        .catch(() => undefined);
+    }
+    return {
+      kind: 'api_key',
+      keyId: row.id,
+      keyName: row.name,
+      subjectType: row.subject_type as SubjectType,
+      subjectId: row.subject_id,
+      allowedOrgIds: fromJson<string[]>(row.allowed_org_ids),
+      permissions: new Set(row.permissions.split(',')),
+    };
+  }
+}

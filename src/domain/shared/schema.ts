@@ -1,0 +1,53 @@
+import { z } from 'zod';
+
+/** Input timestamps must carry a zone (`Z` or `+hh:mm`); they are normalized to UTC with milliseconds. */
+export const isoTimestampInput = z
+  .string()
+  .regex(
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/,
+    'must be an ISO-8601 timestamp with a zone, e.g. 2026-11-21T17:44:29.123Z',
+  )
+  .refine((s) => !Number.isNaN(Date.parse(s)), 'is not a valid date')
+  .transform((s) => new Date(s).toISOString())
+  .meta({ format: 'date-time', example: '2026-11-21T17:44:29.123Z' });
+
+export const timestamp = z.string().meta({ format: 'date-time', example: '2026-11-21T17:44:29.123Z' });
+
+export const uuid = z.string().meta({ format: 'uuid' });
+
+export const orgIdParam = z.uuid({ message: 'must be an organization UUID' });
+
+export const limitParam = z.coerce
+  .number({ message: 'must be an integer from 1 to 200' })
+  .int('must be an integer from 1 to 200')
+  .min(1, 'must be at least 1')
+  .max(200, 'must be at most 200')
+  .default(50)
+  .describe('Page size, 1..200 (default 50).');
+
+export const cursorParam = z.string().min(1).max(1024).describe('The `nextCursor` of the previous page.');
+
+export const actorInput = z.object({
+  id: z.string().min(1).max(256).describe('Identifier of the person in your system.'),
+  name: z.string().min(1).max(256).describe('Display name of the person.'),
+});
+
+export const actorOutput = z.object({
+  type: z.enum(['api_key', 'user']).describe('`api_key` when the key itself acted; `user` when a person was named.'),
+  id: z.string(),
+  name: z.string(),
+});
+
+export type Actor = z.infer<typeof actorOutput>;
+
+export function pageOf<T extends z.ZodType>(item: T) {
+  return z.object({
+    items: z.array(item),
+    nextCursor: z.string().nullable().describe('Pass as `cursor` to fetch the next page; null on the last page.'),
+  });
+}
+
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}

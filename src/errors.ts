@@ -1,0 +1,66 @@
+/**
+ * The closed list of error codes. HTTP statuses and MCP tool errors are both derived from here,
+ * so a code always means the same thing on every surface.
+ */
+export const errorStatus = {
+  unauthenticated: 401,
+  org_not_covered: 403,
+  permission_denied: 403,
+  bad_request: 400,
+  not_found: 404,
+  emergency_not_found: 404,
+  method_not_allowed: 405,
+  external_id_conflict: 409,
+  emergency_resolved: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  invalid_base64: 422,
+  invalid_data_uri: 422,
+  empty_content: 422,
+  too_large: 422,
+  invalid_url: 422,
+  scheme_not_allowed: 422,
+  port_not_allowed: 422,
+  host_not_allowed: 422,
+  credentials_not_allowed: 422,
+  rate_limited: 429,
+  internal: 500,
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+export class AppError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.status = errorStatus[code];
+  }
+
+  toDetail(): Record<string, unknown> {
+    return { error: this.code, message: this.message, ...this.extra };
+  }
+}
+
+/** One entry of a FastAPI-shaped 422 body. */
+export interface FieldIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+/** A field-level validation failure: rendered as `{detail:[{loc,msg,type}]}` with status 422. */
+export class FieldValidationError extends Error {
+  readonly status = 422;
+  constructor(readonly issues: FieldIssue[]) {
+    super(issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
+  }
+}
+
+export function fieldError(loc: (string | number)[], msg: string, type = 'value_error'): FieldValidationError {
+  return new FieldValidationError([{ loc, msg, type }]);
+}

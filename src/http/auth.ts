@@ -1,0 +1,30 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Caller, Principal } from '../domain/access/principal.js';
+import type { KeyAuthenticator } from '../domain/keys/service.js';
+import { AppError } from '../errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+export function bearerToken(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  return match?.[1];
+}
+
+/** onRequest hook: a route is served only to a valid key; everything else is a 401 before the body is read. */
+export function requireApiKey(keys: KeyAuthenticator) {
+  return async (request: FastifyRequest, _reply: FastifyReply) => {
+    const principal = await keys.authenticate(bearerToken(request.headers.authorization));
+    if (!principal) throw new AppError('unauthenticated', 'A valid API key is required: Authorization: Bearer enk_live_...');
+    request.principal = principal;
+  };
+}
+
+export function callerOf(request: FastifyRequest): Caller {
+  if (!request.principal) throw new AppError('unauthenticated', 'A valid API key is required.');
+  return { principal: request.principal, requestId: request.id };
+}

@@ -1,0 +1,123 @@
+import type { FastifyPluginAsync } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { AppContext } from '../../context.js';
+import { categoryPage } from '../../domain/categories/schema.js';
+import { listCategories } from '../../domain/categories/service.js';
+import {
+  declareInput,
+  emergencyPage,
+  emergencyRecord,
+  listEmergenciesQuery,
+  recategorizeInput,
+  resolveInput,
+} from '../../domain/emergencies/schema.js';
+import {
+  declareEmergency,
+  getEmergency,
+  listEmergencies,
+  recategorizeEmergency,
+  resolveEmergency,
+} from '../../domain/emergencies/service.js';
+import { callerOf } from '../auth.js';
+import { errorResponses } from '../error-schemas.js';
+import { emergencyPath, orgPath, pageQuery } from './params.js';
+
+export const emergencyRoutes =
+  (ctx: AppContext): FastifyPluginAsync =>
+  async (app) => {
+    const r = app.withTypeProvider<ZodTypeProvider>();
+
+    r.get('/orgs/:org_id/emergencies/categories', {
+      schema: {
+        operationId: 'listCategories',
+        tags: ['categories'],
+        summary: 'List the categories an emergency can be declared under (permission: read).',
+        params: orgPath,
+        querystring: pageQuery,
+        response: { 200: categoryPage, ...errorResponses() },
+      },
+      handler: (req) => listCategories(ctx, callerOf(req), req.params.org_id, req.query),
+    });
+
+    r.post('/orgs/:org_id/emergencies', {
+      schema: {
+        operationId: 'declareEmergency',
+        tags: ['emergencies'],
+        summary: 'Declare an emergency (permission: write). Emits emergency.declared.',
+        description:
+          'Without categoryId/categoryName the emergency lands under Uncategorized. Supply externalId to deduplicate retries: ' +
+          'a second declare with the same externalId is a 409 external_id_conflict carrying the existing emergencyId.',
+        params: orgPath,
+        body: declareInput,
+        response: {
+          201: emergencyRecord,
+          ...errorResponses({ 409: 'external_id_conflict: the externalId is already used in this organization; body adds emergencyId.' }),
+        },
+      },
+      handler: async (req, reply) => {
+        const emergency = await declareEmergency(ctx, callerOf(req), req.params.org_id, req.body);
+        return reply.code(201).send(emergency);
+      },
+    });
+
+    r.get('/orgs/:org_id/emergencies', {
+      schema: {
+        operationId: 'listEmergencies',
+        tags: ['emergencies'],
+        summary: 'List emergencies, newest occurredAt first (permission: read).',
+        params: orgPath,
+        querystring: listEmergenciesQuery,
+        response: { 200: emergencyPage, ...errorResponses() },
+      },
+      handler: (req) => listEmergencies(ctx, callerOf(req), req.params.org_id, req.query),
+    });
+
+    r.get('/orgs/:org_id/emergencies/:emergency_id', {
+      schema: {
+        operationId: 'getEmergency',
+        tags: ['emergencies'],
+        summary: 'Get one emergency with committed state (permission: read).',
+        params: emergencyPath,
+        response: { 200: emergencyRecord, ...errorResponses({ 404: 'emergency_not_found' }) },
+      },
+      handler: (req) => getEmergency(ctx, callerOf(req), req.params.org_id, req.params.emergency_id),
+    });
+
+    r.patch('/orgs/:org_id/emergencies/:emergency_id', {
+      schema: {
+        operationId: 'recategorizeEmergency',
+        tags: ['emergencies'],
+        summary: 'Re-categorize an emergency (permission: write). Emits emergency.categorized.',
+        description:
+          'Exactly one of categoryId or categoryName. Other fields are ignored. Naming the current category of a categorized ' +
+          'emergency is a no-op that emits nothing.',
+        params: emergencyPath,
+        body: recategorizeInput,
+        response: {
+          200: emergencyRecord,
+          ...errorResponses({ 404: 'emergency_not_found', 409: 'emergency_resolved: resolved emergencies are immutable.' }),
+        },
+      },
+      handler: (req) => recategorizeEmergency(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.body),
+    });
+
+    r.post('/orgs/:org_id/emergencies/:emergency_id/resolutions', {
+      schema: {
+        operationId: 'resolveEmergency',
+        tags: ['emergencies'],
+        summary: 'Resolve an emergency (permission: write). Emits emergency.resolved.',
+        description: 'Returns the resolved Emergency: 201 the first time, 200 with the existing resolution on every later call (no event).',
+        params: emergencyPath,
+        body: resolveInput.optional(),
+        response: {
+          201: emergencyRecord,
+          200: emergencyRecord.describe('Already resolved: the existing resolution.'),
+          ...errorResponses({ 404: 'emergency_not_found' }),
+        },
+      },
+      handler: async (req, reply) => {
+        const { emergency, created } = await resolveEmergency(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.body ?? {});
+        return reply.code(created ? 201 : 200).send(emergency);
+      },
+    });
+  };

@@ -1,0 +1,9 @@
+import { z } from 'zod';
+import { cursorParam, limitParam, orgIdParam } from '../../domain/shared/schema.js';
+
+export const orgPath = z.object({ org_id: orgIdParam.describe('Target organization id (UUID).') });
+export const emergencyPath = z.object({
+  org_id: orgIdParam.describe('Target organization id (UUID).'),
+  emergency_id: z.string().min(1).max(128).describe('Emergency id.'),
+});
+export const pageQuery = z.object({ cursor: cursorParam.optional(), limit: limitParam });

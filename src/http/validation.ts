@@ -1,0 +1,64 @@
+import type { FastifySchemaCompiler } from 'fastify';
+import { z } from 'zod';
+import type { FieldIssue } from '../errors.js';
+
+type Part = 'body' | 'query' | 'path' | 'header';
+
+const partOf: Record<string, Part> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
+
+/** Marks a failed request-part validation; the error handler renders it in the FastAPI 422 shape. */
+export class RequestPartError extends Error {
+  constructor(readonly issues: z.core.$ZodIssue[]) {
+    super('request validation failed');
+  }
+}
+
+function issueType(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.input === undefined ? 'missing' : `${issue.expected}_type`;
+    case 'too_big':
+      return issue.origin === 'string' || issue.origin === 'array' ? 'too_long' : 'less_than_equal';
+    case 'too_small':
+      return issue.origin === 'string' || issue.origin === 'array' ? 'too_short' : 'greater_than_equal';
+    case 'invalid_format':
+      return issue.format === 'regex' ? 'string_pattern_mismatch' : `${issue.format}_format`;
+    case 'invalid_value':
+      return 'enum';
+    case 'unrecognized_keys':
+      return 'extra_forbidden';
+    case 'custom':
+      return (issue.params?.type as string | undefined) ?? 'value_error';
+    default:
+      return 'value_error';
+  }
+}
+
+/** Turns zod issues into `{loc,msg,type}` entries, one per offending field. */
+export function toFieldIssues(part: Part, issues: z.core.$ZodIssue[]): FieldIssue[] {
+  const out: FieldIssue[] = [];
+  for (const issue of issues) {
+    const path = issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) out.push({ loc: [part, ...path, key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' });
+      continue;
+    }
+    const type = issueType(issue);
+    const msg = type === 'missing' ? 'Field required' : issue.message;
+    out.push({ loc: [part, ...path], msg, type });
+  }
+  return out;
+}
+
+export function fieldIssuesOf(err: RequestPartError & { validationContext?: string }): FieldIssue[] {
+  return toFieldIssues(partOf[err.validationContext ?? 'body'] ?? 'body', err.issues);
+}
+
+/** Fastify hands a missing body to the validator as null; treat it as an absent body. */
+export const zodValidatorCompiler: FastifySchemaCompiler<z.ZodType> =
+  ({ schema }) =>
+  (data) => {
+    const result = schema.safeParse(data === null ? undefined : data, { reportInput: true });
+    if (result.success) return { value: result.data };
+    return { error: new RequestPartError(result.error.issues) };
+  };

@@ -1,0 +1,41 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp, createContext } from './app.js';
+import type { Config } from './config.js';
+import type { AppContext } from './context.js';
+import { migrateToLatest } from './db/migrate.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  ctx: AppContext;
+  /** Base URL of the listening server, e.g. http://127.0.0.1:8080 */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts everything `serve` runs in one process: migrations, then the HTTP server (REST, tool
+ * server, device gateway) and the background workers. `stop` shuts them down in reverse order.
+ */
+export async function startServer(config: Config, existing?: AppContext): Promise<RunningServer> {
+  const ctx = existing ?? createContext(config);
+  await migrateToLatest(ctx.db);
+  const app = await buildApp(ctx);
+  const stoppers: (() => Promise<void>)[] = [];
+  await app.listen({ port: config.PORT, host: config.HOST });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.PORT;
+  const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+  let stopped = false;
+  return {
+    app,
+    ctx,
+    url: `http://${host}:${port}`,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      for (const stopper of stoppers.reverse()) await stopper();
+      await app.close();
+      if (!existing) await ctx.db.close();
+    },
+  };
+}

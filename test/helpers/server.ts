@@ -1,0 +1,70 @@
+import { type Config, loadConfig } from '../../src/config.js';
+import { operatorCaller } from '../../src/domain/access/principal.js';
+import { createCategory } from '../../src/domain/categories/service.js';
+import { createApiKey, type KeySpec } from '../../src/domain/keys/service.js';
+import { createEnterprise, createOrg, createPartner } from '../../src/domain/orgs/service.js';
+import { createUser } from '../../src/domain/users/service.js';
+import type { AppContext } from '../../src/context.js';
+import { type RunningServer, startServer } from '../../src/server.js';
+import { freshDatabaseUrl } from './db.js';
+
+export interface TestServer extends RunningServer {
+  /** REST base, ending in /api/public/v1 */
+  base: string;
+  config: Config;
+  databaseUrl: string;
+  close(): Promise<void>;
+}
+
+/** A real server on a random loopback port, on its own fresh database. */
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const database = freshDatabaseUrl();
+  const config = loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    DATABASE_URL: database.url,
+    ...env,
+  });
+  const server = await startServer(config);
+  return {
+    ...server,
+    base: `${server.url}/api/public/v1`,
+    config,
+    databaseUrl: database.url,
+    async close() {
+      await server.stop();
+      await database.drop();
+    },
+  };
+}
+
+export interface OrgFixture {
+  partnerId: string;
+  enterpriseId: string;
+  orgId: string;
+  categories: Record<string, string>;
+}
+
+let counter = 0;
+
+/** A partner → enterprise → org tree with a couple of categories; `extraOrgs` adds siblings in the same enterprise. */
+export async function createOrgTree(ctx: AppContext, options: { partnerId?: string; enterpriseId?: string } = {}): Promise<OrgFixture> {
+  const n = ++counter;
+  const partnerId = options.partnerId ?? (await createPartner(ctx, { name: `Partner ${n}` })).id;
+  const enterpriseId = options.enterpriseId ?? (await createEnterprise(ctx, { partnerId, name: `Enterprise ${n}` })).id;
+  const orgId = (await createOrg(ctx, { enterpriseId, name: `Org ${n}` })).id;
+  const fire = await createCategory(ctx, orgId, { name: 'Fire', color: '#D32F2F', severity: 5, responseLevel: 'evacuate' });
+  const medical = await createCategory(ctx, orgId, { name: 'Medical', color: '#1976d2', severity: 3, responseLevel: 'medical' });
+  return { partnerId, enterpriseId, orgId, categories: { Fire: fire.id, Medical: medical.id } };
+}
+
+export async function mintKey(ctx: AppContext, spec: Partial<KeySpec> & Pick<KeySpec, 'subjectType' | 'subjectId'>): Promise<{ id: string; key: string }> {
+  const { id, key } = await createApiKey(ctx, operatorCaller(), { name: 'test key', permissions: ['read', 'write'], ...spec });
+  return { id, key };
+}
+
+export async function addUser(ctx: AppContext, orgId: string, firstName: string, lastName: string) {
+  return createUser(ctx, orgId, { firstName, lastName, email: `${firstName}.${lastName}@example.test`.toLowerCase() });
+}

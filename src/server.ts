@@ -3,6 +3,7 @@ import { buildApp, createContext } from './app.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { migrateToLatest } from './db/migrate.js';
+import { startPgEventListener } from './domain/events/pg-listener.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -20,7 +21,9 @@ export async function startServer(config: Config, existing?: AppContext): Promis
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
   const app = await buildApp(ctx);
+  // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
+  stoppers.push(startPgEventListener(ctx));
   await app.listen({ port: config.PORT, host: config.HOST });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

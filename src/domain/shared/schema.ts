@@ -1,5 +1,14 @@
 import { z } from 'zod';
 
+/** Date.parse rolls 2026-02-31 over to March; the parts must name a real date and time. */
+function isRealDateTime(value: string): boolean {
+  const m = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2}))?/.exec(value);
+  if (!m || Number.isNaN(Date.parse(value))) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1).map((x) => Number(x ?? 0)) as number[];
+  const daysInMonth = new Date(Date.UTC(year!, month!, 0)).getUTCDate();
+  return month! >= 1 && month! <= 12 && day! >= 1 && day! <= daysInMonth && hour! < 24 && minute! < 60 && second! < 60;
+}
+
 /** Input timestamps must carry a zone (`Z` or `+hh:mm`); they are normalized to UTC with milliseconds. */
 export const isoTimestampInput = z
   .string()
@@ -7,7 +16,7 @@ export const isoTimestampInput = z
     /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/,
     'must be an ISO-8601 timestamp with a zone, e.g. 2026-11-21T17:44:29.123Z',
   )
-  .refine((s) => !Number.isNaN(Date.parse(s)), 'is not a valid date')
+  .refine(isRealDateTime, 'is not a real calendar date and time')
   .transform((s) => new Date(s).toISOString())
   .meta({ format: 'date-time', example: '2026-11-21T17:44:29.123Z' });
 

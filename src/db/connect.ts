@@ -40,12 +40,35 @@ class ImmediateSqliteDriver extends SqliteDriver {
   }
 }
 
+type SqliteDatabaseLike = Pick<BetterSqlite3.Database, 'prepare' | 'close'>;
+
+/**
+ * Kysely prepares every statement anew; preparing is a large share of a short query's cost. The
+ * service issues a small fixed set of SQL texts, so prepared statements are kept by text (bounded).
+ * Safe because Kysely runs each statement to completion (all/run) before the next one starts.
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database, max = 500): SqliteDatabaseLike {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    prepare(source: string) {
+      let stmt = cache.get(source);
+      if (!stmt) {
+        stmt = sqlite.prepare(source);
+        if (cache.size >= max) cache.delete(cache.keys().next().value!);
+        cache.set(source, stmt);
+      }
+      return stmt;
+    },
+    close: () => sqlite.close(),
+  } as SqliteDatabaseLike;
+}
+
 class ImmediateSqliteDialect extends SqliteDialect {
-  constructor(private readonly database: BetterSqlite3.Database) {
-    super({ database });
+  constructor(private readonly database: SqliteDatabaseLike) {
+    super({ database: database as never });
   }
   override createDriver() {
-    return new ImmediateSqliteDriver({ database: this.database });
+    return new ImmediateSqliteDriver({ database: this.database as never });
   }
   override createAdapter() {
     return new SqliteAdapter();
@@ -70,7 +93,7 @@ export function openDatabase(url: string): DbHandle {
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 10000');
     sqlite.pragma('foreign_keys = ON');
-    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(sqlite) });
+    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(withStatementCache(sqlite)) });
     return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close: () => db.destroy() };
   }
   const parsed = new URL(url);

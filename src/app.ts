@@ -13,17 +13,20 @@ import { requireApiKey } from './http/auth.js';
 import { installErrorHandling } from './http/errors-plugin.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { emergencyRoutes } from './http/routes/emergencies.js';
+import { RateLimiter } from './http/rate-limit.js';
 import { zodValidatorCompiler } from './http/validation.js';
+import { Metrics } from './observability/metrics.js';
 
 export const API_PREFIX = '/api/public/v1';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createContext(config: Config): AppContext {
-  return { db: openDatabase(config.DATABASE_URL), config, bus: new EventBus() };
+  return { db: openDatabase(config.DATABASE_URL), config, bus: new EventBus(), metrics: new Metrics() };
 }
 
 export interface AppServices {
   keys: KeyAuthenticator;
+  rateLimiter: RateLimiter;
 }
 
 /** Builds the HTTP application (REST v1, health); used by `serve` and by every test. */
@@ -43,7 +46,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     return503OnClosing: true,
   });
   const keys = new KeyAuthenticator(ctx);
-  app.decorate('services', { keys } satisfies AppServices);
+  const rateLimiter = new RateLimiter(ctx.config.RATE_LIMIT_PER_KEY);
+  app.decorate('services', { keys, rateLimiter } satisfies AppServices);
   app.decorateRequest('principal', null);
   app.setValidatorCompiler(zodValidatorCompiler);
   // Responses are built by the services from typed records; the schemas document them, and plain
@@ -54,6 +58,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   installErrorHandling(app);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = { method: request.method, route: request.routeOptions.url ?? 'unmatched', status: String(reply.statusCode) };
+    ctx.metrics.httpRequests.inc(labels);
+    ctx.metrics.httpDuration.observe(labels, reply.elapsedTime / 1000);
   });
 
   await app.register(fastifySwagger, {
@@ -77,6 +86,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     transformObject: jsonSchemaTransformObject,
   });
 
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
+    reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
+  );
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     try {
@@ -91,7 +103,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     async (v1) => {
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await v1.register(async (authed) => {
-        authed.addHook('onRequest', requireApiKey(keys));
+        authed.addHook('onRequest', requireApiKey(keys, rateLimiter));
         await authed.register(emergencyRoutes(ctx));
         await authed.register(directoryRoutes(ctx));
       });

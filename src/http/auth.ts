@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller, Principal } from '../domain/access/principal.js';
 import type { KeyAuthenticator } from '../domain/keys/service.js';
 import { AppError } from '../errors.js';
+import { enforceRateLimit, type RateLimiter } from './rate-limit.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -15,11 +16,17 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
-/** onRequest hook: a route is served only to a valid key; everything else is a 401 before the body is read. */
-export function requireApiKey(keys: KeyAuthenticator) {
-  return async (request: FastifyRequest, _reply: FastifyReply) => {
+/**
+ * onRequest hook: a route is served only to a valid key within its rate limit; everything else is
+ * refused (401 / 429) before the body is read.
+ */
+export function requireApiKey(keys: KeyAuthenticator, limiter: RateLimiter) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
     const principal = await keys.authenticate(bearerToken(request.headers.authorization));
-    if (!principal) throw new AppError('unauthenticated', 'A valid API key is required: Authorization: Bearer enk_live_...');
+    if (!principal || principal.kind !== 'api_key') {
+      throw new AppError('unauthenticated', 'A valid API key is required: Authorization: Bearer enk_live_...');
+    }
+    enforceRateLimit(limiter, principal.keyId, reply);
     request.principal = principal;
   };
 }

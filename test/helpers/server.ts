@@ -24,6 +24,8 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     HOST: '127.0.0.1',
     LOG_LEVEL: 'silent',
     WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+    // Suites fire requests faster than a client would; the rate-limit suite sets its own limit.
+    RATE_LIMIT_PER_KEY: '100000',
     DATABASE_URL: database.url,
     ...env,
   });

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { client } from '../helpers/http.js';
+import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+
+describe('rate limiting and metrics', () => {
+  let server: TestServer;
+  let org: OrgFixture;
+
+  before(async () => {
+    server = await startTestServer({ RATE_LIMIT_PER_KEY: '5' });
+    org = await createOrgTree(server.ctx);
+  });
+  after(() => server.close());
+
+  it('allows a burst of twice the rate per key, then answers 429 with Retry-After and RateLimit headers', async () => {
+    const api = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    const first = await api.get(`/orgs/${org.orgId}/emergencies`);
+    assert.equal(first.status, 200);
+    assert.equal(first.headers.get('ratelimit-limit'), '10');
+    assert.equal(first.headers.get('ratelimit-remaining'), '9');
+    const statuses = [];
+    for (let i = 0; i < 15; i++) statuses.push((await api.get(`/orgs/${org.orgId}/emergencies`)).status);
+    assert.ok(statuses.includes(429));
+    const limited = await api.get(`/orgs/${org.orgId}/emergencies`);
+    assert.equal(limited.status, 429);
+    assert.equal(limited.body.detail.error, 'rate_limited');
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.equal(limited.headers.get('ratelimit-remaining'), '0');
+
+    const other = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    assert.equal((await other.get(`/orgs/${org.orgId}/emergencies`)).status, 200, 'buckets are per key');
+
+    await new Promise((r) => setTimeout(r, 1100));
+    assert.equal((await api.get(`/orgs/${org.orgId}/emergencies`)).status, 200, 'tokens refill at the configured rate');
+  });
+
+  it('does not count unauthenticated requests against a key', async () => {
+    const res = await client(server.base).get(`/orgs/${org.orgId}/emergencies`);
+    assert.equal(res.status, 401);
+    assert.equal(res.headers.get('ratelimit-limit'), null);
+  });
+
+  it('exposes Prometheus metrics with per-route request counts and latencies', async () => {
+    const api = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    await api.post(`/orgs/${org.orgId}/emergencies`, {});
+    const res = await fetch(`${server.url}/metrics`);
+    assert.equal(res.status, 200);
+    assert.match(res.headers.get('content-type')!, /text\/plain/);
+    const text = await res.text();
+    assert.match(text, /http_requests_total\{method="POST",route="\/api\/public\/v1\/orgs\/:org_id\/emergencies",status="201"\} 1/);
+    assert.match(text, /http_request_duration_seconds_bucket\{le="[^"]+",method="POST",route="\/api\/public\/v1\/orgs\/:org_id\/emergencies",status="201"\}/);
+    assert.match(text, /http_requests_total\{method="GET",route="\/api\/public\/v1\/orgs\/:org_id\/emergencies",status="429"\}/);
+    assert.match(text, /process_resident_memory_bytes/);
+    assert.ok(!text.includes('enk_live_'));
+  });
+});

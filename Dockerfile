@@ -1,0 +1,27 @@
+# One image for every role: `serve` (default), `worker`, `migrate`, `admin ...`.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+# better-sqlite3 compiles its native addon during npm ci.
+RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY . .
+RUN npm run typecheck && npm prune --omit=dev
+
+FROM node:24-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    DATABASE_URL=sqlite:/data/emergency.db \
+    ATTACHMENT_STORE=file:/data/attachments
+COPY --from=build /app /app
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME /data
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:8080/readyz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
+# SIGTERM triggers a graceful shutdown (stop accepting, finish in-flight requests, close device sockets).
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["node", "bin/emergency-api.js"]
+CMD ["serve"]

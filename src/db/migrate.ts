@@ -4,13 +4,22 @@ import { migrations } from './migrations/index.js';
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+/**
+ * Kysely looks for its own tables in every schema unless told which one: with several schemas in one
+ * PostgreSQL database (one per instance or per test run) it would find another schema's lock table,
+ * skip creating its own and then fail. Pin its tables to the schema we run in.
+ */
+function migratorFor(handle: DbHandle): Migrator {
+  return new Migrator({ db: handle.db, provider, ...(handle.pgSchema ? { migrationTableSchema: handle.pgSchema } : {}) });
+}
+
 /** Applies pending migrations. Kysely takes a lock, so instances starting together apply them once. */
 export async function migrateToLatest(handle: DbHandle): Promise<string[]> {
   if (handle.pgSchema) {
     // The schema may be new: it must exist before the migrator creates its tables in it.
     await sql.raw(`create schema if not exists ${handle.pgSchema}`).execute(handle.db);
   }
-  const migrator = new Migrator({ db: handle.db, provider });
+  const migrator = migratorFor(handle);
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
@@ -18,7 +27,7 @@ export async function migrateToLatest(handle: DbHandle): Promise<string[]> {
 
 /** True when every known migration has been applied: what /readyz reports. */
 export async function migrationsApplied(handle: DbHandle): Promise<boolean> {
-  const migrator = new Migrator({ db: handle.db, provider });
+  const migrator = migratorFor(handle);
   const all = await migrator.getMigrations();
   return all.every((m) => m.executedAt !== undefined);
 }

@@ -1,8 +1,11 @@
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey, startTestServer, type TestServer } from '../helpers/server.js';
 
+/** The parts of a running server the message tests use. */
+export type ServerUnderTest = Pick<TestServer, 'ctx' | 'base' | 'close'>;
+
 export interface MessagesFixture {
-  server: TestServer;
+  server: ServerUnderTest;
   orgId: string;
   api: ReturnType<typeof client>;
   /** Declares a fresh emergency and returns the path of its messages endpoint. */
@@ -11,7 +14,7 @@ export interface MessagesFixture {
   counts(emergencyId?: string): Promise<{ messages: number; attachments: number; conversations: number; audits: number }>;
 }
 
-export async function messagesFixture(env: Record<string, string> = {}, server?: TestServer): Promise<MessagesFixture> {
+export async function messagesFixture(env: Record<string, string> = {}, server?: ServerUnderTest): Promise<MessagesFixture> {
   const srv = server ?? (await startTestServer(env));
   const org = await createOrgTree(srv.ctx);
   const { key } = await mintKey(srv.ctx, { subjectType: 'org', subjectId: org.orgId });

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { AttachmentKind } from './media-type.js';
-import { verifyMedia } from './media-type.js';
 import { attachmentRejection, decodeInline } from './inline-decode.js';
 import { classifyLink, isKind, isMediaType } from './link-kind.js';
 import { checkLink } from './link-safety.js';
+import { type AttachmentKind, verifyMedia } from './media-type.js';
 
 export interface AttachmentSpecInput {
   src: string;

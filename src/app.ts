@@ -5,6 +5,7 @@ import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-pro
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase } from './db/connect.js';
+import { attachmentStoreFromConfig } from './domain/attachments/store.js';
 import { migrationsApplied } from './db/migrate.js';
 import { API_VERSION } from './domain/events/append.js';
 import { EventBus } from './domain/events/bus.js';
@@ -14,6 +15,7 @@ import { installErrorHandling } from './http/errors-plugin.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { emergencyRoutes } from './http/routes/emergencies.js';
 import { RateLimiter } from './http/rate-limit.js';
+import { messageRoutes } from './http/routes/messages.js';
 import { zodValidatorCompiler } from './http/validation.js';
 import { Metrics } from './observability/metrics.js';
 
@@ -21,7 +23,13 @@ export const API_PREFIX = '/api/public/v1';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createContext(config: Config): AppContext {
-  return { db: openDatabase(config.DATABASE_URL), config, bus: new EventBus(), metrics: new Metrics() };
+  return {
+    db: openDatabase(config.DATABASE_URL),
+    config,
+    bus: new EventBus(),
+    metrics: new Metrics(),
+    attachments: attachmentStoreFromConfig(config),
+  };
 }
 
 export interface AppServices {
@@ -106,6 +114,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         authed.addHook('onRequest', requireApiKey(keys, rateLimiter));
         await authed.register(emergencyRoutes(ctx));
         await authed.register(directoryRoutes(ctx));
+        await authed.register(messageRoutes(ctx));
       });
     },
     { prefix: API_PREFIX },

@@ -19,6 +19,13 @@ const configSchema = z.object({
     .default('sqlite:./data/emergency.db'),
   ATTACHMENT_STORE: z.string().regex(/^(file:.+|s3:\/\/.+)$/, 'file:PATH or s3://bucket/prefix').default('file:./data/attachments'),
   ATTACHMENT_PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+  // S3-compatible stores other than AWS (MinIO, R2, a local test server) need an endpoint; credentials
+  // come from the AWS SDK's standard chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile, instance role).
+  ATTACHMENT_S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  ATTACHMENT_S3_REGION: z.string().regex(/^[a-z0-9-]{1,32}$/, 'an AWS region name, e.g. eu-west-1').default('us-east-1'),
+  /** Path-style addressing (endpoint/bucket/key); defaults to on when ATTACHMENT_S3_ENDPOINT is set. */
+  ATTACHMENT_S3_FORCE_PATH_STYLE: z.enum(['true', 'false', '1', '0']).optional().transform((v) => (v === undefined ? undefined : v === 'true' || v === '1')),
+  MESSAGE_DEDUPE_WINDOW_SECONDS: z.coerce.number().int().min(0).max(7 * 24 * 3600).default(600),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag,
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 36000]),
   RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),

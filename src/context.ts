@@ -1,12 +1,15 @@
 import type { Config } from './config.js';
 import type { DbHandle } from './db/connect.js';
+import type { AttachmentStore } from './domain/attachments/store.js';
 import type { EventBus } from './domain/events/bus.js';
 import type { Metrics } from './observability/metrics.js';
 
-/** What every service needs: the database, the configuration, the committed-event wake-up and the metrics. */
+/** What every service needs: the database, the configuration, the committed-event wake-up, the metrics and the media store. */
 export interface AppContext {
   db: DbHandle;
   config: Config;
   bus: EventBus;
   metrics: Metrics;
+  /** Where inline attachment bytes are kept (ATTACHMENT_STORE); replaceable, e.g. by a failing store in tests. */
+  attachments: AttachmentStore;
 }

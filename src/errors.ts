@@ -32,13 +32,18 @@ export type ErrorCode = keyof typeof errorStatus;
 
 export class AppError extends Error {
   readonly status: number;
+  /**
+   * `status` overrides the code's usual status where one code serves two situations, e.g.
+   * `unsupported_media_type` is 415 for a request body that is not JSON but 422 for a rejected attachment.
+   */
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},
+    options: { status?: number; cause?: unknown } = {},
   ) {
-    super(message);
-    this.status = errorStatus[code];
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.status = options.status ?? errorStatus[code];
   }
 
   toDetail(): Record<string, unknown> {

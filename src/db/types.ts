@@ -107,6 +107,51 @@ export interface AuditLogTable {
   request_id: string | null;
   details: string | null;
 }
+export interface ConversationTable {
+  id: string;
+  org_id: string;
+  emergency_id: string;
+  created_at: string;
+}
+export interface MessageTable {
+  id: string;
+  org_id: string;
+  conversation_id: string;
+  emergency_id: string;
+  content: string;
+  /** The author type given on input (`agent`, `system`, `user`), or null. */
+  source: string | null;
+  author_name: string | null;
+  created_at: string;
+}
+export interface AttachmentTable {
+  id: string;
+  org_id: string;
+  message_id: string;
+  /** Position in the request's `attachments`, from 0. */
+  position: number;
+  kind: string;
+  mime_type: string | null;
+  /** `data_uri`, `base64` or `url`. */
+  source: string;
+  /** For links: the URL exactly as supplied. */
+  link_url: string | null;
+  /** For stored bytes: the object key in the attachment store. */
+  storage_key: string | null;
+  sha256: string | null;
+  size_bytes: number | null;
+  caption: string | null;
+  width: number | null;
+  height: number | null;
+  created_at: string;
+}
+export interface MessageDedupeTable {
+  org_id: string;
+  /** Hex SHA-256 over emergency, author, content, attachment hashes and captions. */
+  dedupe_key: string;
+  message_id: string;
+  created_at: string;
+}
 
 export interface Database {
   partners: PartnerTable;
@@ -119,4 +164,8 @@ export interface Database {
   emergency_resolutions: ResolutionTable;
   events: EventTable;
   audit_logs: AuditLogTable;
+  conversations: ConversationTable;
+  messages: MessageTable;
+  attachments: AttachmentTable;
+  message_dedupe: MessageDedupeTable;
 }

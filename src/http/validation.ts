@@ -24,7 +24,8 @@ function issueType(issue: z.core.$ZodIssue): string {
     case 'invalid_format':
       return issue.format === 'regex' ? 'string_pattern_mismatch' : `${issue.format}_format`;
     case 'invalid_value':
-      return 'enum';
+      // A required enum/literal that is absent is reported by zod as invalid_value, not invalid_type.
+      return issue.input === undefined ? 'missing' : 'enum';
     case 'unrecognized_keys':
       return 'extra_forbidden';
     case 'custom':

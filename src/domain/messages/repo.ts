@@ -1,0 +1,85 @@
+import type { Kysely } from 'kysely';
+import type { Config } from '../../config.js';
+import type { Tx } from '../../db/connect.js';
+import type { AttachmentTable, Database, MessageTable } from '../../db/types.js';
+import { publicUrlOf } from '../attachments/store.js';
+import { newId, nowIso } from '../shared/ids.js';
+import type { AttachmentRecord, MessageRecord } from './schema.js';
+
+export async function emergencyExists(db: Kysely<Database>, orgId: string, emergencyId: string): Promise<boolean> {
+  const row = await db.selectFrom('emergencies').select('id').where('org_id', '=', orgId).where('id', '=', emergencyId).executeTakeFirst();
+  return row !== undefined;
+}
+
+/** The emergency's conversation, created on first use; concurrent first posts end up sharing one. */
+export async function conversationFor(tx: Tx, orgId: string, emergencyId: string): Promise<string> {
+  await tx.db
+    .insertInto('conversations')
+    .values({ id: newId(), org_id: orgId, emergency_id: emergencyId, created_at: nowIso() })
+    .onConflict((oc) => oc.columns(['org_id', 'emergency_id']).doNothing())
+    .execute();
+  const row = await tx.db
+    .selectFrom('conversations')
+    .select('id')
+    .where('org_id', '=', orgId)
+    .where('emergency_id', '=', emergencyId)
+    .executeTakeFirstOrThrow();
+  return row.id;
+}
+
+export async function insertMessage(tx: Tx, message: MessageTable, attachments: AttachmentTable[]): Promise<void> {
+  await tx.db.insertInto('messages').values(message).execute();
+  if (attachments.length > 0) await tx.db.insertInto('attachments').values(attachments).execute();
+}
+
+export async function loadMessage(db: Kysely<Database>, config: Config, orgId: string, messageId: string): Promise<MessageRecord | null> {
+  const message = await db.selectFrom('messages').selectAll().where('org_id', '=', orgId).where('id', '=', messageId).executeTakeFirst();
+  if (!message) return null;
+  const attachments = await db
+    .selectFrom('attachments')
+    .selectAll()
+    .where('org_id', '=', orgId)
+    .where('message_id', '=', messageId)
+    .orderBy('position')
+    .execute();
+  return toMessageRecord(config, message, attachments);
+}
+
+/** The one place rows become the public Message, for new posts and deduplicated replays alike. */
+export function toMessageRecord(config: Config, message: MessageTable, attachments: AttachmentTable[]): MessageRecord {
+  return {
+    messageId: message.id,
+    conversationId: message.conversation_id,
+    content: message.content,
+    source: message.source as MessageRecord['source'],
+    createdAt: message.created_at,
+    attachments: attachments.map((a) => toAttachmentRecord(config, a)),
+  };
+}
+
+function toAttachmentRecord(config: Config, row: AttachmentTable): AttachmentRecord {
+  return {
+    attachmentId: row.id,
+    kind: row.kind,
+    mimeType: row.mime_type,
+    // Stored media: the URL is assembled when read, so a change of CDN applies to every message.
+    url: row.link_url ?? (row.storage_key ? publicUrlOf(config, row.storage_key) : null),
+    source: row.source as AttachmentRecord['source'],
+    sizeBytes: row.size_bytes,
+    caption: row.caption,
+    width: row.width,
+    height: row.height,
+  };
+}
+
+export type DedupeLookup = { messageId: string; createdAt: string } | undefined;
+
+export async function findDedupe(db: Kysely<Database>, orgId: string, key: string): Promise<DedupeLookup> {
+  const row = await db
+    .selectFrom('message_dedupe')
+    .select(['message_id', 'created_at'])
+    .where('org_id', '=', orgId)
+    .where('dedupe_key', '=', key)
+    .executeTakeFirst();
+  return row && { messageId: row.message_id, createdAt: row.created_at };
+}

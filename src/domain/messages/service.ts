@@ -1,0 +1,165 @@
+import { createHash } from 'node:crypto';
+import type { AppContext } from '../../context.js';
+import { inTransaction, isUniqueViolation } from '../../db/connect.js';
+import type { AttachmentTable, MessageTable } from '../../db/types.js';
+import { AppError } from '../../errors.js';
+import { authorize } from '../access/authorize.js';
+import type { Caller } from '../access/principal.js';
+import { type PreparedAttachment, type PreparedInline, prepareAttachment } from '../attachments/prepare.js';
+import { recordAudit } from '../audit/record.js';
+import { isUuid, newId, nowIso } from '../shared/ids.js';
+import { conversationFor, emergencyExists, findDedupe, insertMessage, loadMessage, toMessageRecord } from './repo.js';
+import type { MessageRecord, PostMessageInput } from './schema.js';
+
+export interface PostedMessage {
+  message: MessageRecord;
+  /** False when an identical all-inline message inside the dedupe window was returned instead. */
+  created: boolean;
+}
+
+/**
+ * Posts a message into the emergency's conversation (created on demand). Every attachment is checked
+ * first; inline bytes are then stored, and only after that is the message written, with its audit
+ * entry, in one transaction. A storage failure therefore leaves no message behind.
+ */
+export async function postMessage(
+  ctx: AppContext,
+  caller: Caller,
+  orgIdParam: string,
+  emergencyIdParam: string,
+  input: PostMessageInput,
+): Promise<PostedMessage> {
+  const orgId = (await authorize(ctx, caller, orgIdParam, 'write')).id;
+  const emergencyId = emergencyIdParam.toLowerCase();
+  if (!isUuid(emergencyId) || !(await emergencyExists(ctx.db.db, orgId, emergencyId))) {
+    throw new AppError('emergency_not_found', `No emergency ${emergencyIdParam} in this organization.`);
+  }
+
+  const prepared: PreparedAttachment[] = [];
+  for (const [index, spec] of input.attachments.entries()) prepared.push(await prepareAttachment(spec, index));
+
+  const dedupeKey = dedupeKeyOf(ctx, emergencyId, input, prepared);
+  if (dedupeKey) {
+    // Cheap early answer for a repeat: no need to store the bytes again.
+    const replay = await freshReplay(ctx, orgId, dedupeKey);
+    if (replay) return { message: replay, created: false };
+  }
+
+  const storageKeys = await storeInline(ctx, prepared);
+
+  // A concurrent identical post can win the dedupe row between our check and our insert; the unique
+  // key then fails our transaction, and the second attempt finds and returns the winner's message.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await inTransaction(ctx.db, async (tx) => {
+        if (dedupeKey) {
+          const existing = await findDedupe(tx.db, orgId, dedupeKey);
+          if (existing && isFresh(ctx, existing.createdAt)) {
+            const original = await loadMessage(tx.db, ctx.config, orgId, existing.messageId);
+            if (original) return { message: original, created: false };
+          }
+          if (existing) {
+            await tx.db
+              .deleteFrom('message_dedupe')
+              .where('org_id', '=', orgId)
+              .where('dedupe_key', '=', dedupeKey)
+              .where('message_id', '=', existing.messageId)
+              .execute();
+          }
+        }
+        const now = nowIso();
+        const messageId = newId();
+        if (dedupeKey) {
+          await tx.db.insertInto('message_dedupe').values({ org_id: orgId, dedupe_key: dedupeKey, message_id: messageId, created_at: now }).execute();
+        }
+        const conversationId = await conversationFor(tx, orgId, emergencyId);
+        const messageRow: MessageTable = {
+          id: messageId,
+          org_id: orgId,
+          conversation_id: conversationId,
+          emergency_id: emergencyId,
+          content: input.content,
+          source: input.author?.type ?? null,
+          author_name: input.author?.name ?? null,
+          created_at: now,
+        };
+        const attachmentRows = prepared.map((a, position) => attachmentRow(a, position, storageKeys[position] ?? null, orgId, messageId, now));
+        await insertMessage(tx, messageRow, attachmentRows);
+        await recordAudit(tx, caller, {
+          orgId,
+          eventCategory: 'message',
+          eventType: 'message.posted',
+          occurredAt: now,
+          resource: { type: 'message', id: messageId },
+          details: {
+            emergencyId,
+            conversationId,
+            source: messageRow.source,
+            attachments: attachmentRows.map((a) => ({ kind: a.kind, mimeType: a.mime_type, source: a.source, sizeBytes: a.size_bytes })),
+          },
+        });
+        return { message: toMessageRecord(ctx.config, messageRow, attachmentRows), created: true };
+      });
+    } catch (err) {
+      if (dedupeKey && attempt < 3 && isUniqueViolation(err)) continue;
+      throw err;
+    }
+  }
+}
+
+/**
+ * Only messages whose attachments are all inline bytes are deduplicated (decisions.md): the key covers
+ * the emergency, the author, the content, each attachment's SHA-256 in order and the captions.
+ */
+function dedupeKeyOf(ctx: AppContext, emergencyId: string, input: PostMessageInput, prepared: PreparedAttachment[]): string | null {
+  if (ctx.config.MESSAGE_DEDUPE_WINDOW_SECONDS === 0) return null;
+  if (prepared.length === 0 || !prepared.every((a): a is PreparedInline => a.form === 'inline')) return null;
+  const material = JSON.stringify([
+    emergencyId,
+    input.author?.type ?? null,
+    input.author?.name ?? null,
+    input.content,
+    prepared.map((a) => [(a as PreparedInline).sha256, a.caption]),
+  ]);
+  return createHash('sha256').update(material).digest('hex');
+}
+
+function isFresh(ctx: AppContext, createdAt: string): boolean {
+  return Date.now() - Date.parse(createdAt) < ctx.config.MESSAGE_DEDUPE_WINDOW_SECONDS * 1000;
+}
+
+async function freshReplay(ctx: AppContext, orgId: string, dedupeKey: string): Promise<MessageRecord | null> {
+  const existing = await findDedupe(ctx.db.db, orgId, dedupeKey);
+  if (!existing || !isFresh(ctx, existing.createdAt)) return null;
+  return loadMessage(ctx.db.db, ctx.config, orgId, existing.messageId);
+}
+
+/** Stores every inline attachment; returns the object key per position (null for links). */
+async function storeInline(ctx: AppContext, prepared: PreparedAttachment[]): Promise<(string | null)[]> {
+  try {
+    return await Promise.all(
+      prepared.map((a) =>
+        a.form === 'inline' ? ctx.attachments.put({ sha256: a.sha256, bytes: a.bytes, mimeType: a.mimeType, extension: a.extension }) : null,
+      ),
+    );
+  } catch (err) {
+    throw new AppError('unavailable', 'Attachment storage is unavailable; no message was created. Retry later.', {}, { cause: err });
+  }
+}
+
+function attachmentRow(a: PreparedAttachment, position: number, storageKey: string | null, orgId: string, messageId: string, now: string): AttachmentTable {
+  const common = { id: newId(), org_id: orgId, message_id: messageId, position, kind: a.kind, mime_type: a.mimeType, caption: a.caption, created_at: now };
+  if (a.form === 'link') {
+    return { ...common, source: 'url', link_url: a.url, storage_key: null, sha256: null, size_bytes: null, width: null, height: null };
+  }
+  return {
+    ...common,
+    source: a.source,
+    link_url: null,
+    storage_key: storageKey,
+    sha256: a.sha256,
+    size_bytes: a.bytes.length,
+    width: a.width,
+    height: a.height,
+  };
+}

@@ -20,6 +20,7 @@ export interface RunningServer {
 export async function startServer(config: Config, existing?: AppContext): Promise<RunningServer> {
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
+  ctx.db.offloadCheckpoints?.();
   const app = await buildApp(ctx);
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];

@@ -13,6 +13,7 @@ import {
   SqliteQueryCompiler,
 } from 'kysely';
 import pg from 'pg';
+import { startSqliteCheckpointer } from './sqlite-checkpointer.js';
 import type { Database } from './types.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -24,6 +25,10 @@ export interface DbHandle {
   describe: string;
   /** For PostgreSQL: a fresh client config so LISTEN can hold its own connection. */
   pgConfig?: pg.ClientConfig;
+  /** For SQLite files: the path of the database file. */
+  sqlitePath?: string;
+  /** For SQLite files: checkpoint the WAL from a background thread instead of inside commits. */
+  offloadCheckpoints?(): void;
   /** For PostgreSQL: the schema named in the URL, if any. */
   pgSchema?: string;
   close(): Promise<void>;
@@ -94,7 +99,23 @@ export function openDatabase(url: string): DbHandle {
     sqlite.pragma('busy_timeout = 10000');
     sqlite.pragma('foreign_keys = ON');
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(withStatementCache(sqlite)) });
-    return { db, dialect: 'sqlite', describe: `sqlite:${path}`, close: () => db.destroy() };
+    let stopCheckpointer: (() => Promise<void>) | null = null;
+    return {
+      db,
+      dialect: 'sqlite',
+      describe: `sqlite:${path}`,
+      sqlitePath: path === ':memory:' ? undefined : path,
+      /** Moves WAL checkpoints off the request thread (long-running processes only). */
+      offloadCheckpoints() {
+        if (path === ':memory:' || stopCheckpointer) return;
+        sqlite.pragma('wal_autocheckpoint = 0');
+        stopCheckpointer = startSqliteCheckpointer(path);
+      },
+      async close() {
+        await stopCheckpointer?.();
+        await db.destroy();
+      },
+    };
   }
   const parsed = new URL(url);
   // `?schema=NAME` selects a PostgreSQL schema (created on first use); tests use it to isolate runs.

@@ -31,6 +31,7 @@ export function startSqliteCheckpointer(path: string, intervalMs = 1000): () => 
   return () =>
     new Promise((done) => {
       worker.once('exit', () => done());
+      worker.ref(); // keep the process alive until the final checkpoint is done
       worker.postMessage('stop');
       setTimeout(() => void worker.terminate(), 2000).unref();
     });

@@ -14,6 +14,7 @@ import { installErrorHandling } from './http/errors-plugin.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { emergencyRoutes } from './http/routes/emergencies.js';
 import { zodValidatorCompiler } from './http/validation.js';
+import { mcpRoutes } from './mcp/plugin.js';
 
 export const API_PREFIX = '/api/public/v1';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -98,6 +99,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     { prefix: API_PREFIX },
   );
+  await app.register(mcpRoutes(ctx, keys));
 
   return app;
 }

@@ -58,7 +58,10 @@ async function sendWebResponse(reply: FastifyReply, response: Response) {
   if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
     return reply.send(Readable.fromWeb(response.body as NodeReadableStream));
   }
-  return reply.send(await response.text());
+  // Collecting the chunks costs a fraction of Response.text() on Node's fetch implementation.
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of response.body as NodeReadableStream<Uint8Array>) chunks.push(chunk);
+  return reply.send(Buffer.concat(chunks));
 }
 
 /**

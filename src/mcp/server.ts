@@ -6,10 +6,9 @@ import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { Caller } from '../domain/access/principal.js';
 import { API_VERSION } from '../domain/events/append.js';
-import { AppError } from '../errors.js';
+import { AppError, FieldValidationError } from '../errors.js';
 import { argumentIssues, toolFailure, toolSuccess } from './results.js';
 import { TOOLS, type ToolDefinition } from './tools.js';
-import { FieldValidationError } from '../errors.js';
 
 export const SERVER_INFO = { name: 'emergency-api', title: 'Emergency Notification API', version: API_VERSION };
 

@@ -156,6 +156,34 @@ describe('tool server protocol and access', () => {
     assert.equal(bad.message.error.code, -32700);
   });
 
+  it('keeps concurrent requests apart, even with the same JSON-RPC id', async () => {
+    const calls = Array.from({ length: 24 }, (_, i) =>
+      rawMcp(
+        server.url,
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_emergency', arguments: { orgId: org.orgId, externalId: `concurrent-${i}` } } },
+        { authorization: `Bearer ${writeKey}`, ...(i % 2 ? { accept: 'text/event-stream, application/json' } : {}) },
+      ),
+    );
+    const responses = await Promise.all(calls);
+    responses.forEach((res, i) => {
+      assert.equal(res.status, 200);
+      assert.equal(res.message.result.isError, undefined);
+      assert.equal(res.message.result.structuredContent.externalId, `concurrent-${i}`);
+    });
+  });
+
+  it('records the request id of a tool call in its audit entry', async () => {
+    const mcp = await connectMcp(server.url, writeKey, { headers: { 'x-request-id': 'agent-run-42' } });
+    try {
+      const created = await mcp.ok('create_emergency', { orgId: org.orgId });
+      const audit = await mcp.ok('list_audit_logs', { orgId: org.orgId, eventCategory: 'emergency', eventType: 'emergency.declared' });
+      const entry = audit.items.find((e: { resource: { id: string } }) => e.resource.id === created.emergencyId);
+      assert.equal(entry.requestId, 'agent-run-42');
+    } finally {
+      await mcp.close();
+    }
+  });
+
   it('rejects a client that does not accept both JSON and SSE, as the transport requires', async () => {
     const res = await rawMcp(server.url, initializeRequest('2024-11-05'), { authorization: `Bearer ${writeKey}`, accept: 'text/html' });
     assert.equal(res.status, 406);

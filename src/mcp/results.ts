@@ -23,9 +23,9 @@ export function toolSuccess(value: object): CallToolResult {
  * `outputSchema` even on `isError` results, so a structured error would make them throw instead of
  * showing the agent what went wrong.
  */
-export function toolFailure(err: unknown, log: FastifyBaseLogger, tool: string): CallToolResult {
+export function toolFailure(err: unknown, log: FastifyBaseLogger, tool: string): { result: CallToolResult; payload: ToolErrorPayload } {
   const payload = failurePayload(err, log, tool);
-  return { isError: true, content: [{ type: 'text', text: JSON.stringify(payload) }] };
+  return { result: { isError: true, content: [{ type: 'text', text: JSON.stringify(payload) }] }, payload };
 }
 
 /** What an agent can do about each domain error; appended to the service's message. */

@@ -103,15 +103,21 @@ export function createToolServer(ctx: AppContext, log: FastifyBaseLogger): McpSe
         annotations: tool.annotations,
       },
       async (args: Record<string, unknown>, extra: Extra) => {
+        const { caller } = authOf(extra);
         try {
-          const { caller } = authOf(extra);
-          return toolSuccess(await tool.run(ctx, caller, parseArguments(tool, args)));
+          const result = toolSuccess(await tool.run(ctx, caller, parseArguments(tool, args)));
+          log.info({ reqId: caller.requestId, tool: tool.name }, 'tool call succeeded');
+          return result;
         } catch (err) {
-          return toolFailure(err, log, tool.name);
+          const { result, payload } = toolFailure(err, log, tool.name);
+          log.info({ reqId: caller.requestId, tool: tool.name, status: payload.status, error: payload.error }, 'tool call failed');
+          return result;
         }
       },
     );
   }
+  // A stateless server has no channel to announce list changes on.
+  mcp.server.registerCapabilities({ tools: { listChanged: false } });
   mcp.server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({ tools: visibleTools(authOf(extra).permissions) }));
   return mcp;
 }

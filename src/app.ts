@@ -17,6 +17,7 @@ import { emergencyRoutes } from './http/routes/emergencies.js';
 import { RateLimiter } from './http/rate-limit.js';
 import { messageRoutes } from './http/routes/messages.js';
 import { zodValidatorCompiler } from './http/validation.js';
+import { mcpRoutes } from './mcp/plugin.js';
 import { Metrics } from './observability/metrics.js';
 
 export const API_PREFIX = '/api/public/v1';
@@ -119,6 +120,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     { prefix: API_PREFIX },
   );
+  await app.register(mcpRoutes(ctx, keys, rateLimiter));
 
   return app;
 }

@@ -23,6 +23,8 @@ export const errorStatus = {
   port_not_allowed: 422,
   host_not_allowed: 422,
   credentials_not_allowed: 422,
+  /** Tool-server arguments that fail validation (REST renders these as the FastAPI 422 body instead). */
+  validation_error: 422,
   rate_limited: 429,
   internal: 500,
   unavailable: 503,

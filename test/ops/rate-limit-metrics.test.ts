@@ -55,3 +55,32 @@ describe('rate limiting and metrics', () => {
     assert.ok(!text.includes('enk_live_'));
   });
 });
+
+describe('rate limiting on the tool server', () => {
+  let server: TestServer;
+  before(async () => {
+    server = await startTestServer({ RATE_LIMIT_PER_KEY: '1' });
+  });
+  after(() => server.close());
+
+  it('answers 429 rate_limited with Retry-After before reading JSON-RPC', async () => {
+    const org = await createOrgTree(server.ctx);
+    const { key } = await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId });
+    const statuses: number[] = [];
+    let limited: Response | undefined;
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${server.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/list' }),
+      });
+      statuses.push(res.status);
+      if (res.status === 429) limited = res;
+      else await res.text();
+    }
+    assert.deepEqual(statuses.slice(0, 2), [200, 200]);
+    assert.ok(limited, `statuses ${statuses}`);
+    assert.ok(Number(limited.headers.get('retry-after')) >= 1);
+    assert.equal(((await limited.json()) as any).detail.error, 'rate_limited');
+  });
+});

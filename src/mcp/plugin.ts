@@ -1,0 +1,115 @@
+import { Readable } from 'node:stream';
+import type { ReadableStream as NodeReadableStream } from 'node:stream/web';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.js';
+import type { KeyAuthenticator } from '../domain/keys/service.js';
+import { AppError } from '../errors.js';
+import { callerOf, requireApiKey } from '../http/auth.js';
+import type { RateLimiter } from '../http/rate-limit.js';
+import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
+
+export const MCP_PATH = '/mcp';
+
+/** Marks a body that is not JSON, so it is answered with a JSON-RPC parse error rather than the REST 422. */
+const INVALID_JSON = Symbol('invalid JSON');
+
+/** Only the headers the transport reads; copying every header into a web Request costs time on each call. */
+const FORWARDED_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'] as const;
+
+function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string) {
+  return reply.code(status).type('application/json').send(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/**
+ * Streamable HTTP lets the server answer a POST with one JSON body or with an SSE stream. Clients
+ * must accept both; the response follows the client's stated preference: SSE when it ranks
+ * text/event-stream above application/json (by q-value, then by order), JSON otherwise.
+ */
+export function prefersEventStream(accept: string | undefined): boolean {
+  if (!accept) return false;
+  let json: { q: number; at: number } | undefined;
+  let sse: { q: number; at: number } | undefined;
+  accept.split(',').forEach((part, at) => {
+    const [type, ...params] = part.trim().toLowerCase().split(';');
+    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
+    const q = qParam ? Number(qParam.slice(2)) : 1;
+    const entry = { q: Number.isFinite(q) ? q : 0, at };
+    if (type?.trim() === 'application/json') json ??= entry;
+    else if (type?.trim() === 'text/event-stream') sse ??= entry;
+  });
+  if (!sse || sse.q <= 0) return false;
+  if (!json || json.q <= 0) return true;
+  return sse.q > json.q || (sse.q === json.q && sse.at < json.at);
+}
+
+function authInfoOf(request: FastifyRequest): AuthInfo {
+  const principal = request.principal;
+  if (principal?.kind !== 'api_key') throw new AppError('unauthenticated', 'A valid API key is required.');
+  const extra: McpAuthExtra = { caller: callerOf(request), permissions: principal.permissions };
+  // The key itself is never copied here: it is not needed past authentication.
+  return { token: '', clientId: principal.keyId, scopes: [...principal.permissions], extra };
+}
+
+async function sendWebResponse(reply: FastifyReply, response: Response) {
+  reply.code(response.status);
+  response.headers.forEach((value, name) => void reply.header(name, value));
+  if (!response.body) return reply.send();
+  if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
+    return reply.send(Readable.fromWeb(response.body as NodeReadableStream));
+  }
+  // Collecting the chunks costs a fraction of Response.text() on Node's fetch implementation.
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of response.body as NodeReadableStream<Uint8Array>) chunks.push(chunk);
+  return reply.send(Buffer.concat(chunks));
+}
+
+/**
+ * The tool server at /mcp on the REST port: streamable HTTP, stateless (no session, any instance
+ * answers any request). The key is checked in onRequest, so a request without a valid key gets a
+ * 401 with WWW-Authenticate before its body is read. The SDK's web-standard transport is driven
+ * directly so the reply stays in Fastify's pipeline (request id, logging, hooks).
+ */
+export const mcpRoutes =
+  (ctx: AppContext, keys: KeyAuthenticator, rateLimiter: RateLimiter): FastifyPluginAsync =>
+  async (app: FastifyInstance) => {
+    const pool = new ToolServerPool(() => createToolServer(ctx, app.log));
+
+    app.addHook('onRequest', requireApiKey(keys, rateLimiter));
+    const parseJson = app.getDefaultJsonParser('error', 'error');
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+      parseJson(request, body as string, (err, value) => done(null, err ? INVALID_JSON : value)),
+    );
+
+    app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
+      if (request.body === INVALID_JSON) return jsonRpcError(reply, 400, -32700, 'Parse error: the body is not valid JSON.');
+      const authInfo = authInfoOf(request);
+      const headers = new Headers();
+      for (const name of FORWARDED_HEADERS) {
+        const value = request.headers[name];
+        if (typeof value === 'string') headers.set(name, value);
+      }
+      // The transport reads the URL only to report it to handlers; the host header is not trusted for it.
+      const webRequest = new Request(new URL(request.url, 'http://localhost'), { method: 'POST', headers });
+      const transport = new WebStandardStreamableHTTPServerTransport({
+        sessionIdGenerator: undefined,
+        enableJsonResponse: !prefersEventStream(request.headers.accept),
+      });
+      const server = pool.acquire();
+      // Released when the response is over (or the client went away), never while a stream is open.
+      reply.raw.once('close', () => void pool.release(server));
+      await server.connect(transport);
+      const response = await transport.handleRequest(webRequest, { parsedBody: request.body, authInfo });
+      return sendWebResponse(reply, response);
+    });
+
+    // Stateless: there is no session to stream server-initiated messages on, or to delete.
+    const noSession = async (_request: FastifyRequest, reply: FastifyReply) => {
+      reply.header('allow', 'POST');
+      return jsonRpcError(reply, 405, -32000, 'Method not allowed: this tool server is stateless; send JSON-RPC messages with POST.');
+    };
+    app.get(MCP_PATH, { schema: { hide: true } }, noSession);
+    app.delete(MCP_PATH, { schema: { hide: true } }, noSession);
+  };

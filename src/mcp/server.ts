@@ -1,0 +1,147 @@
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
+import { ListToolsRequestSchema, type ServerNotification, type ServerRequest, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { FastifyBaseLogger } from 'fastify';
+import { z } from 'zod';
+import type { AppContext } from '../context.js';
+import type { Caller } from '../domain/access/principal.js';
+import { API_VERSION } from '../domain/events/append.js';
+import { AppError, FieldValidationError } from '../errors.js';
+import { argumentIssues, toolFailure, toolSuccess } from './results.js';
+import { TOOLS, type ToolDefinition } from './tools.js';
+
+export const SERVER_INFO = { name: 'emergency-api', title: 'Emergency Notification API', version: API_VERSION };
+
+const INSTRUCTIONS =
+  'Declare, re-categorize, resolve and read emergencies of organizations this API key covers. Every tool takes orgId. ' +
+  'Writes are real: declaring alerts devices and people. A failed call returns isError with JSON text ' +
+  '{"status":<HTTP status>,"error":<code>,"message":<what to do>}; status 422 adds "issues" naming each invalid argument.';
+
+/** The caller of one HTTP request, handed to the tool handlers through the transport's auth info. */
+export interface McpAuthExtra {
+  [key: string]: unknown;
+  caller: Caller;
+  permissions: ReadonlySet<string>;
+}
+
+type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
+
+function authOf(extra: Extra): McpAuthExtra {
+  const auth = extra.authInfo?.extra as McpAuthExtra | undefined;
+  if (!auth?.caller) throw new AppError('unauthenticated', 'A valid API key is required.');
+  return auth;
+}
+
+/**
+ * The SDK's inputSchema is only a pass-through: arguments are parsed by the tool adapter against the
+ * real schema, so a violation becomes the 422 tool error with one issue per argument (the SDK's own
+ * check would flatten it into a plain sentence without status or location).
+ */
+const PASS_THROUGH_ARGUMENTS = z.looseObject({});
+
+/**
+ * JSON Schema of a tool's arguments or result for tools/list. MCP wants an object schema at the
+ * root, while zod renders a schema with a registered id as a bare `$ref` into `definitions`: inline it.
+ */
+function objectJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Tool['inputSchema'] {
+  const json = z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' }) as Record<string, unknown>;
+  const ref = typeof json.$ref === 'string' ? /^#\/definitions\/(.+)$/.exec(json.$ref)?.[1] : undefined;
+  if (ref) {
+    const { [ref]: root, ...rest } = json.definitions as Record<string, Record<string, unknown>>;
+    const { $ref: _ref, definitions: _defs, ...top } = json;
+    return { ...top, ...root, ...(Object.keys(rest).length ? { definitions: rest } : {}) } as Tool['inputSchema'];
+  }
+  return json as Tool['inputSchema'];
+}
+
+let listing: { tool: ToolDefinition; json: Tool }[] | undefined;
+
+/** Rendered once per process: the SDK would convert every schema again on each tools/list. */
+function toolListing() {
+  listing ??= TOOLS.map((tool) => ({
+    tool,
+    json: {
+      name: tool.name,
+      title: tool.title,
+      description: tool.description,
+      inputSchema: objectJsonSchema(tool.input, 'input'),
+      outputSchema: objectJsonSchema(tool.output, 'output'),
+      annotations: tool.annotations,
+    },
+  }));
+  return listing;
+}
+
+/** The tools a key sees: the ones whose permission it holds (a read-only key does not see write tools). */
+export function visibleTools(permissions: ReadonlySet<string>): Tool[] {
+  return toolListing()
+    .filter(({ tool }) => permissions.has(tool.permission))
+    .map(({ json }) => json);
+}
+
+function parseArguments(tool: ToolDefinition, args: unknown): unknown {
+  const result = tool.input.safeParse(args ?? {}, { reportInput: true });
+  if (!result.success) throw new FieldValidationError(argumentIssues(result.error.issues));
+  return result.data;
+}
+
+/**
+ * One McpServer with the seven tools. Every tool is registered (a hidden write tool called by a
+ * read-only key reaches its service, whose authorization answers 403 permission_denied as REST
+ * does); tools/list shows each key only what it may call.
+ */
+export function createToolServer(ctx: AppContext, log: FastifyBaseLogger): McpServer {
+  const mcp = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  for (const tool of TOOLS) {
+    mcp.registerTool(
+      tool.name,
+      {
+        title: tool.title,
+        description: tool.description,
+        inputSchema: PASS_THROUGH_ARGUMENTS,
+        outputSchema: tool.output,
+        annotations: tool.annotations,
+      },
+      async (args: Record<string, unknown>, extra: Extra) => {
+        const { caller } = authOf(extra);
+        try {
+          const result = toolSuccess(await tool.run(ctx, caller, parseArguments(tool, args)));
+          log.info({ reqId: caller.requestId, tool: tool.name }, 'tool call succeeded');
+          return result;
+        } catch (err) {
+          const { result, payload } = toolFailure(err, log, tool.name);
+          log.info({ reqId: caller.requestId, tool: tool.name, status: payload.status, error: payload.error }, 'tool call failed');
+          return result;
+        }
+      },
+    );
+  }
+  // A stateless server has no channel to announce list changes on.
+  mcp.server.registerCapabilities({ tools: { listChanged: false } });
+  mcp.server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({ tools: visibleTools(authOf(extra).permissions) }));
+  return mcp;
+}
+
+/**
+ * A stateless transport serves one HTTP request, and an SDK server holds one transport at a time.
+ * Building a server (seven registrations) per request is avoidable: idle servers are kept and
+ * reconnected. Servers keep no per-client state that matters here: they never call the client.
+ */
+export class ToolServerPool {
+  private readonly idle: McpServer[] = [];
+
+  constructor(
+    private readonly create: () => McpServer,
+    private readonly maxIdle = 64,
+  ) {}
+
+  acquire(): McpServer {
+    return this.idle.pop() ?? this.create();
+  }
+
+  /** Closes the server's transport (ending any open stream) and keeps the server for the next request. */
+  async release(server: McpServer): Promise<void> {
+    await server.close();
+    if (this.idle.length < this.maxIdle) this.idle.push(server);
+  }
+}

@@ -1,0 +1,186 @@
+import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { AppContext } from '../context.js';
+import type { Caller, Permission } from '../domain/access/principal.js';
+import { auditLogPage, listAuditLogsQuery } from '../domain/audit/schema.js';
+import { listAuditLogs } from '../domain/audit/service.js';
+import { categoryPage } from '../domain/categories/schema.js';
+import { listCategories } from '../domain/categories/service.js';
+import {
+  declareInput,
+  emergencyPage,
+  emergencyRecord,
+  listEmergenciesQuery,
+  locationSchema,
+  recategorizeInput,
+  resolveInput,
+} from '../domain/emergencies/schema.js';
+import {
+  declareEmergency,
+  getEmergency,
+  listEmergencies,
+  recategorizeEmergency,
+  resolveEmergency,
+} from '../domain/emergencies/service.js';
+import { orgIdParam } from '../domain/shared/schema.js';
+import { AppError } from '../errors.js';
+
+/**
+ * One tool of the tool server: a thin adapter over the service its REST twin calls. Argument
+ * schemas extend the REST request schemas (same bounds, same cross-field rules) with the ids REST
+ * takes from the path; unknown arguments are rejected so a misspelt one is not silently ignored.
+ */
+export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
+  name: string;
+  title: string;
+  description: string;
+  permission: Permission;
+  input: I;
+  output: z.ZodObject;
+  annotations: ToolAnnotations;
+  run(ctx: AppContext, caller: Caller, args: z.output<I>): Promise<object>;
+}
+
+const defineTool = <I extends z.ZodType>(tool: ToolDefinition<I>): ToolDefinition => tool as unknown as ToolDefinition;
+
+const orgId = orgIdParam.describe('Organization id (UUID). The API key must cover it.');
+const emergencyId = z.string().min(1).max(128).describe('Emergency id (UUID), as returned by create_emergency or list_emergencies.');
+
+const READ: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+
+const categorySelectorDescriptions = {
+  categoryId: declareInput.shape.categoryId.describe('Category id (categoryId from list_categories). Give categoryId or categoryName, not both.'),
+  categoryName: declareInput.shape.categoryName.describe('Category name, case-insensitive (e.g. "Fire"), instead of categoryId.'),
+};
+
+export const TOOLS: readonly ToolDefinition[] = [
+  defineTool({
+    name: 'list_categories',
+    title: 'List emergency categories',
+    description:
+      'Lists the categories an emergency can be declared under in the organization (highest severity first). ' +
+      'Use a returned categoryId or name with create_emergency / update_emergency. Permission: read.',
+    permission: 'read',
+    input: z.strictObject({ orgId }),
+    output: categoryPage,
+    annotations: { ...READ, title: 'List emergency categories' },
+    // Organizations have a handful of categories; one page of the REST maximum holds them all.
+    run: (ctx, caller, args) => listCategories(ctx, caller, args.orgId, { limit: 200 }),
+  }),
+  defineTool({
+    name: 'list_emergencies',
+    title: 'List emergencies',
+    description:
+      'Lists emergencies of the organization, newest occurredAt first, with optional filters. Pass the returned nextCursor as ' +
+      'cursor for the next page (null on the last page). Filter by externalId to find an emergency after an ambiguous write. Permission: read.',
+    permission: 'read',
+    input: listEmergenciesQuery
+      .safeExtend({
+        orgId,
+        status: listEmergenciesQuery.shape.status.describe('Only emergencies in this state: declared, categorized or resolved.'),
+        categoryId: listEmergenciesQuery.shape.categoryId.describe('Only emergencies under this category id.'),
+        externalId: listEmergenciesQuery.shape.externalId.describe('Only the emergency with this caller-supplied externalId.'),
+        since: listEmergenciesQuery.shape.since.describe('Only emergencies with occurredAt at or after this ISO-8601 time (with a zone).'),
+        until: listEmergenciesQuery.shape.until.describe('Only emergencies with occurredAt before this ISO-8601 time (with a zone).'),
+      })
+      .strict(),
+    output: emergencyPage,
+    annotations: { ...READ, title: 'List emergencies' },
+    run: (ctx, caller, { orgId: org, ...query }) => listEmergencies(ctx, caller, org, query),
+  }),
+  defineTool({
+    name: 'get_emergency',
+    title: 'Get an emergency',
+    description: 'Returns one emergency of the organization with its committed state. Permission: read.',
+    permission: 'read',
+    input: z.strictObject({ orgId, emergencyId }),
+    output: emergencyRecord,
+    annotations: { ...READ, title: 'Get an emergency' },
+    run: (ctx, caller, args) => getEmergency(ctx, caller, args.orgId, args.emergencyId),
+  }),
+  defineTool({
+    name: 'list_audit_logs',
+    title: 'List audit-log entries',
+    description:
+      'Lists audit-log entries of the organization, newest first: who declared, re-categorized or resolved what, with the request id. ' +
+      'eventType requires eventCategory. Pass nextCursor as cursor for the next page. Permission: read.',
+    permission: 'read',
+    input: listAuditLogsQuery
+      .safeExtend({
+        orgId,
+        eventCategory: listAuditLogsQuery.shape.eventCategory.describe('Only entries of this category: emergency, message, api_key, webhook or device.'),
+        eventType: listAuditLogsQuery.shape.eventType.describe('Only entries of this type, e.g. emergency.declared. Requires eventCategory.'),
+        actorId: listAuditLogsQuery.shape.actorId.describe('Only entries made by this actor (an API key id).'),
+        since: listAuditLogsQuery.shape.since.describe('Only entries at or after this ISO-8601 time (with a zone).'),
+        until: listAuditLogsQuery.shape.until.describe('Only entries before this ISO-8601 time (with a zone).'),
+      })
+      .strict(),
+    output: auditLogPage,
+    annotations: { ...READ, title: 'List audit-log entries' },
+    run: (ctx, caller, { orgId: org, ...query }) => listAuditLogs(ctx, caller, org, query),
+  }),
+  defineTool({
+    name: 'create_emergency',
+    title: 'Declare an emergency',
+    description:
+      'Declares an emergency: it is real, alerts every base-station device of the organization and notifies webhook subscribers. ' +
+      'Without categoryId/categoryName it lands under Uncategorized. Supply externalId (your incident id) so a retry cannot ' +
+      'create a duplicate: a repeated externalId is refused with the existing emergencyId. Returns the Emergency. Permission: write.',
+    permission: 'write',
+    input: declareInput
+      .safeExtend({
+        orgId,
+        ...categorySelectorDescriptions,
+        source: declareInput.shape.source.describe('Where the alert comes from (e.g. "fire-panel", "agent"), at most 128 characters.'),
+        description: declareInput.shape.description.describe('What is happening, at most 4000 characters.'),
+        location: locationSchema.optional().describe('Where: latitude and longitude (together), and/or floorId.'),
+        metadata: declareInput.shape.metadata.describe('Free-form JSON object kept with the emergency, at most 16 KiB serialized.'),
+      })
+      .strict(),
+    output: emergencyRecord,
+    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true, title: 'Declare an emergency' },
+    run: (ctx, caller, { orgId: org, ...input }) => declareEmergency(ctx, caller, org, input),
+  }),
+  defineTool({
+    name: 'update_emergency',
+    title: 'Re-categorize an emergency',
+    description:
+      'Moves an emergency that is not resolved to another category (exactly one of categoryId or categoryName); it becomes ' +
+      '"categorized" and emergency.categorized is sent to devices and subscribers. Naming the category it already has while ' +
+      'categorized changes nothing. Resolved emergencies cannot be changed. Returns the Emergency. Permission: write.',
+    permission: 'write',
+    input: recategorizeInput.safeExtend({ orgId, emergencyId, ...categorySelectorDescriptions }).strict(),
+    output: emergencyRecord,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true, title: 'Re-categorize an emergency' },
+    run: (ctx, caller, { orgId: org, emergencyId: id, ...input }) => recategorizeEmergency(ctx, caller, org, id, input),
+  }),
+  defineTool({
+    name: 'resolve_emergency',
+    title: 'Resolve an emergency',
+    description:
+      'Resolves an emergency (from declared or categorized); emergency.resolved is sent to devices and subscribers and the ' +
+      'emergency becomes immutable. Calling it for an emergency that is already resolved changes nothing and returns an ' +
+      'emergency_resolved error. Returns the resolved Emergency. Permission: write.',
+    permission: 'write',
+    input: resolveInput
+      .safeExtend({
+        orgId,
+        emergencyId,
+        resolutionNote: resolveInput.shape.resolutionNote.describe('How it ended, at most 4000 characters.'),
+        metadata: resolveInput.shape.metadata.describe('Free-form JSON object stored with the resolution, at most 16 KiB serialized.'),
+      })
+      .strict(),
+    output: emergencyRecord,
+    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true, title: 'Resolve an emergency' },
+    run: async (ctx, caller, { orgId: org, emergencyId: id, ...input }) => {
+      const { emergency, created } = await resolveEmergency(ctx, caller, org, id, input);
+      // REST answers a repeat idempotently; an agent is told instead, so it does not believe it resolved it now.
+      if (!created) {
+        throw new AppError('emergency_resolved', `Emergency ${emergency.emergencyId} was already resolved at ${emergency.resolvedAt}.`, {
+          emergencyId: emergency.emergencyId,
+        });
+      }
+      return emergency;
+    },
+  }),
+];

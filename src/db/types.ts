@@ -107,6 +107,26 @@ export interface AuditLogTable {
   request_id: string | null;
   details: string | null;
 }
+export interface DeviceTable {
+  id: string;
+  org_id: string;
+  name: string;
+  /** The 8 public hex characters after `enk_dev_`: the lookup index. */
+  token_prefix: string;
+  /** Hex SHA-256 of the full plaintext token. */
+  secret_hash: string;
+  status: string;
+  created_at: string;
+  revoked_at: string | null;
+  last_seen_at: string | null;
+  /** The gateway connection currently holding the device; null when it is not connected. */
+  connection_id: string | null;
+  connected_at: string | null;
+  disconnected_at: string | null;
+  /** Highest org stream offset the device acknowledged. */
+  acked_offset: number;
+  acked_at: string | null;
+}
 
 export interface Database {
   partners: PartnerTable;
@@ -119,4 +139,5 @@ export interface Database {
   emergency_resolutions: ResolutionTable;
   events: EventTable;
   audit_logs: AuditLogTable;
+  devices: DeviceTable;
 }

@@ -120,13 +120,14 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     pendingUpgrades++;
     let device: AuthenticatedDevice | null;
     let startAfter: number;
+    let end: number;
     try {
       device = await authenticateDevice(ctx, bearerToken(req.headers.authorization));
       if (!device) return refuseUpgrade(socket, 401, 'unauthenticated', 'A valid device token is required: Authorization: Bearer enk_dev_...', requestId);
       // Without `after` the device starts at the present; an `after` beyond the stream's end (a device
       // that kept its position across a database restore) is brought back to the end, otherwise it
       // would silently skip every event until the stream caught up with its number.
-      const end = await committedOffset(db, device.orgId);
+      end = await committedOffset(db, device.orgId);
       startAfter = after.after === undefined ? end : Math.min(after.after, end);
     } catch (err) {
       onError(err, 'upgrade');
@@ -136,10 +137,11 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     }
     if (stopping) return refuseUpgrade(socket, 503, 'unavailable', 'The server is shutting down; reconnect shortly.', requestId);
     const authenticated = device;
-    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, authenticated, startAfter));
+    const streamEnd = end;
+    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, authenticated, startAfter, streamEnd));
   }
 
-  function accept(ws: WebSocket, device: AuthenticatedDevice, startAfter: number): void {
+  function accept(ws: WebSocket, device: AuthenticatedDevice, startAfter: number, end: number): void {
     const conn = new DeviceConnection(randomUUID(), device, ws, startAfter, { maxBufferedBytes: options.maxBufferedBytes, closeGraceMs: options.closeGraceMs });
     // One logical stream per device: a newer connection (a reconnect racing the old socket's
     // timeout) replaces the older one on this instance.
@@ -179,7 +181,7 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     });
 
     void streamOf(device.orgId)
-      .admit(conn)
+      .admit(conn, startAfter >= end)
       .catch((err) => {
         onError(err, 'replay');
         conn.close(CloseCode.goingAway, 'replay failed; reconnect with after');
@@ -286,7 +288,9 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
         c.ws.once('close', () => resolve());
       })));
       for (const conn of open) conn.close(CloseCode.goingAway, 'server shutting down; reconnect with after');
-      await Promise.race([closed, new Promise((r) => setTimeout(r, options.closeGraceMs + 500))]);
+      let graceTimer: NodeJS.Timeout | undefined;
+      await Promise.race([closed, new Promise((r) => (graceTimer = setTimeout(r, options.closeGraceMs + 500)))]);
+      clearTimeout(graceTimer);
       for (const conn of open) conn.terminate();
       await closed;
       background(flushAcks(), 'ack flush');

@@ -80,19 +80,27 @@ export class OrgStream {
    * Replays the rows after `conn.lastSent`, then makes the connection live. Resolves when it is live
    * or gone.
    */
-  async admit(conn: DeviceConnection): Promise<void> {
+  async admit(conn: DeviceConnection, startsAtEnd: boolean): Promise<void> {
     this.replaying.add(conn);
+    // Whether the last read found nothing beyond what was sent: only then may a connection start
+    // the live reader from its own position.
+    let atEnd = startsAtEnd;
     try {
       while (conn.open) {
-        if (this.tryJoin(conn)) return;
+        // Join only with a drained buffer, so the live reader does not find it over the bound at once.
+        if (conn.ws.bufferedAmount > this.options.replayHighWaterBytes) await conn.drained();
+        if (!conn.open) return;
+        if (this.tryJoin(conn, atEnd)) return;
         const rows = await eventsAfter(this.db, this.orgId, conn.lastSent, this.options.pageSize);
+        atEnd = rows.length < this.options.pageSize;
         for (const row of rows) {
           if (!conn.sendStored(row.offset, row.payload)) return;
+          // Paced by the device: a replay of many events never sits in server memory at once.
+          if (conn.ws.bufferedAmount > this.options.replayHighWaterBytes) await conn.drained();
         }
         // Nothing newer yet the live reader is ahead: this read's snapshot predates the reader's.
         // Read again shortly; never skip ahead, that would be a gap.
         if (rows.length === 0) await new Promise((r) => setTimeout(r, 20));
-        if (conn.ws.bufferedAmount > this.options.replayHighWaterBytes) await conn.drained();
       }
     } finally {
       this.replaying.delete(conn);
@@ -100,9 +108,11 @@ export class OrgStream {
   }
 
   /** Synchronous on purpose: see the class comment. */
-  private tryJoin(conn: DeviceConnection): boolean {
+  private tryJoin(conn: DeviceConnection, atEnd: boolean): boolean {
     if (this.live.size === 0 && !this.running) {
-      // Nobody depends on readOffset: it may start from this connection's position.
+      // Nobody depends on readOffset: it may start from this connection's position, once the
+      // replay has reached the end (else the live reader would send the backlog in one burst).
+      if (!atEnd) return false;
       this.readOffset = conn.lastSent;
     } else if (this.readOffset === null || conn.lastSent < this.readOffset) {
       return false;

@@ -4,7 +4,7 @@ import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice, listDevices, revokeDevice } from '../../src/domain/devices/service.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey } from '../helpers/server.js';
-import { connectDevice, type DeviceTestServer, refusedUpgrade, startDeviceServer, TestDevice } from './support.js';
+import { connectDevice, type DeviceTestServer, refusedUpgrade, runConcurrently, startDeviceServer } from './support.js';
 
 describe('device gateway', () => {
   let server: DeviceTestServer;
@@ -162,13 +162,12 @@ describe('device gateway', () => {
       const { org, api, device } = await orgWithDevice();
       const slow = await connectDevice(slowServer.wsUrl, device.token);
       slow.ws.pause(); // stops reading the socket: kernel buffers fill, then the server's
-      const metadata = { blob: 'x'.repeat(15_000) };
-      let declared = 0;
-      // Enough bytes to fill loopback socket buffers several times over.
-      for (; declared < 600; declared++) {
-        const res = await api.post(`/orgs/${org.orgId}/emergencies`, { metadata });
-        assert.equal(res.status, 201);
-      }
+      const metadata = { blob: 'x'.repeat(16_000) };
+      // About 7 MB of frames: more than loopback socket buffers hold, so the server's own buffer grows.
+      const declared = 450;
+      await runConcurrently(declared, 4, async () => {
+        assert.equal((await api.post(`/orgs/${org.orgId}/emergencies`, { metadata })).status, 201);
+      });
       slow.ws.resume();
       await slow.closed;
       assert.equal(slow.closeCode, 4429);
@@ -196,4 +195,3 @@ async function waitForDevice(server: DeviceTestServer, orgId: string, predicate:
   throw new Error('device state did not change');
 }
 
-void TestDevice;

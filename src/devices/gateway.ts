@@ -201,7 +201,7 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     const seen: { deviceId: string; orgId: string; lastSeenAt: string }[] = [];
     for (const conn of connections.values()) {
       if (now - conn.lastHeardAt > options.silenceTimeoutMs) {
-        conn.terminate();
+        conn.close(CloseCode.silent, 'nothing received from the device within the silence timeout');
         continue;
       }
       conn.ping();
@@ -217,7 +217,8 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
   const silenceCheck = setInterval(() => {
     const now = Date.now();
     for (const conn of connections.values()) {
-      if (now - conn.lastHeardAt > options.silenceTimeoutMs) conn.terminate();
+      // The close frame tells a live-but-mute client why; a dead peer is destroyed after the close grace.
+      if (now - conn.lastHeardAt > options.silenceTimeoutMs) conn.close(CloseCode.silent, 'nothing received from the device within the silence timeout');
     }
   }, Math.max(50, Math.min(5_000, Math.floor(options.silenceTimeoutMs / 6))));
 
@@ -231,7 +232,7 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     revocationCheckRunning = true;
     const startedAt = Date.now();
     background(
-      revokedSince(db, new Date(revocationsCheckedFrom).toISOString())
+      revokedSince(db, [...new Set([...connections.values()].map((c) => c.device.orgId))], new Date(revocationsCheckedFrom).toISOString())
         .then((rows) => {
           for (const row of rows) connections.get(row.id)?.close(CloseCode.revoked, 'device credential revoked');
           revocationsCheckedFrom = startedAt - REVOCATION_MARGIN_MS;

@@ -70,7 +70,7 @@ describe('device admin CLI and simulator', () => {
     const sim = spawn(process.execPath, [BIN, 'device', 'simulate', '--url', first.wsUrl, '--token', token], { env: env() });
     const lines = collectLines(sim);
     try {
-      await waitFor(() => lines.err.some((l) => l.startsWith('connected')), 'the simulator to connect');
+      await waitFor(() => lines.err.some((l) => l.startsWith('connected')), 'the simulator to connect', 60_000);
       await client(first.base, key).post(`/orgs/${org.orgId}/emergencies`, { categoryName: 'Fire', description: 'Smoke on floor 2', location: { floorId: '2' } });
       await waitFor(() => lines.out.length === 1, 'the first alert');
       assert.match(lines.out[0]!, /#1 EMERGENCY DECLARED \| Fire \(severity 5, #D32F2F\) \| "Smoke on floor 2" \| at floor 2/);

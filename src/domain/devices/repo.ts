@@ -37,16 +37,23 @@ export interface PresenceUpdate {
 
 /** Refreshes last_seen_at of connected devices, grouped so that 10,000 devices cost a handful of statements. */
 export async function touchLastSeen(db: Kysely<Database>, updates: PresenceUpdate[]): Promise<void> {
-  // Devices heard in the same sweep share one timestamp rounded to the second, so group by it.
-  const byTime = new Map<string, string[]>();
+  // Devices of one org heard in the same sweep share one timestamp, so group by both.
+  const groups = new Map<string, { orgId: string; at: string; ids: string[] }>();
   for (const u of updates) {
-    const list = byTime.get(u.lastSeenAt) ?? [];
-    list.push(u.deviceId);
-    byTime.set(u.lastSeenAt, list);
+    const key = `${u.orgId} ${u.lastSeenAt}`;
+    let group = groups.get(key);
+    if (!group) groups.set(key, (group = { orgId: u.orgId, at: u.lastSeenAt, ids: [] }));
+    group.ids.push(u.deviceId);
   }
-  for (const [at, ids] of byTime) {
+  for (const { orgId, at, ids } of groups.values()) {
     for (let i = 0; i < ids.length; i += CHUNK) {
-      await db.updateTable('devices').set({ last_seen_at: at }).where('id', 'in', ids.slice(i, i + CHUNK)).execute();
+      await db
+        .updateTable('devices')
+        .set({ last_seen_at: at })
+        .where('org_id', '=', orgId)
+        .where('id', 'in', ids.slice(i, i + CHUNK))
+        .where('connection_id', 'is not', null)
+        .execute();
     }
   }
 }
@@ -74,7 +81,18 @@ export async function recordAcks(db: Kysely<Database>, acks: AckUpdate[]): Promi
   });
 }
 
-/** Devices revoked since `since`: the gateway closes their open sockets. */
-export async function revokedSince(db: Kysely<Database>, since: string): Promise<{ id: string; org_id: string }[]> {
-  return db.selectFrom('devices').select(['id', 'org_id']).where('revoked_at', '>=', since).execute();
+/** Devices of these orgs revoked since `since`: the gateway closes their open sockets. */
+export async function revokedSince(db: Kysely<Database>, orgIds: string[], since: string): Promise<{ id: string; org_id: string }[]> {
+  const found: { id: string; org_id: string }[] = [];
+  for (let i = 0; i < orgIds.length; i += CHUNK) {
+    found.push(
+      ...(await db
+        .selectFrom('devices')
+        .select(['id', 'org_id'])
+        .where('org_id', 'in', orgIds.slice(i, i + CHUNK))
+        .where('revoked_at', '>=', since)
+        .execute()),
+    );
+  }
+  return found;
 }

@@ -2,6 +2,8 @@ import type { WebSocket } from 'ws';
 import type { AuthenticatedDevice } from '../domain/devices/schema.js';
 import { eventFrame, pingFrame } from './protocol.js';
 
+const TEXT = { binary: false } as const;
+
 export interface ConnectionLimits {
   /** Above this many bytes queued for a live device, it is disconnected instead of buffering more. */
   maxBufferedBytes: number;
@@ -38,7 +40,9 @@ export class DeviceConnection {
   sendEvent(offset: number, frame: Buffer, live: boolean): boolean {
     if (!this.open) return false;
     if (offset <= this.lastSent) return true;
-    this.ws.send(frame, { binary: false }, this.onWritten);
+    // Only a replay waits for its writes to drain; live fan-out skips the per-write callback.
+    if (live) this.ws.send(frame, TEXT);
+    else this.ws.send(frame, TEXT, this.onWritten);
     this.lastSent = offset;
     if (live && this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
       this.close(4429, 'too slow: send buffer limit exceeded; reconnect with after');
@@ -70,7 +74,7 @@ export class DeviceConnection {
 
   ping(): void {
     if (!this.open) return;
-    this.ws.send(pingFrame(), { binary: false }, this.onWritten);
+    this.ws.send(pingFrame(), TEXT, this.onWritten);
     // A protocol-level ping too: any RFC 6455 client answers it, so a device that never writes
     // frames itself still proves it is alive.
     this.ws.ping(undefined, undefined, this.onWritten);

@@ -134,6 +134,23 @@ describe('device gateway', () => {
     await fresh.close();
   });
 
+  it('ignores acks beyond what it sent, and closes on frames that are not JSON objects', async () => {
+    const { org, api, device } = await orgWithDevice();
+    const ws = await connectDevice(server.wsUrl, device.token);
+    await api.post(`/orgs/${org.orgId}/emergencies`, { description: 'one' });
+    await ws.until(() => ws.events.length === 1);
+    ws.send({ type: 'ack', offset: 99 }); // never sent: not recorded
+    ws.send({ type: 'status', battery: 80 }); // unknown types are ignored
+    ws.send({ type: 'ack', offset: 1 });
+    const recorded = async () => (await listDevices(server.ctx, operatorCaller(), { orgId: org.orgId }))[0]!.ackedOffset;
+    for (let i = 0; i < 100 && (await recorded()) !== 1; i++) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(await recorded(), 1);
+    assert.equal(ws.closeCode, null);
+    ws.ws.send('not json');
+    await ws.closed;
+    assert.equal(ws.closeCode, 1007);
+  });
+
   it('sends ping frames and drops a device that stays silent', async () => {
     const quick = await startDeviceServer({ databaseUrl: server.databaseUrl, devices: { pingIntervalMs: 100, silenceTimeoutMs: 600 } });
     try {

@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { migrateToLatest } from './db/migrate.js';
 import { startPgEventListener } from './domain/events/pg-listener.js';
+import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -13,11 +14,16 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** Internal timing knobs (not configuration): tests shorten heartbeats with them. */
+export interface ServerTuning {
+  devices?: Partial<DeviceGatewayOptions>;
+}
+
 /**
  * Starts everything `serve` runs in one process: migrations, then the HTTP server (REST, tool
  * server, device gateway) and the background workers. `stop` shuts them down in reverse order.
  */
-export async function startServer(config: Config, existing?: AppContext): Promise<RunningServer> {
+export async function startServer(config: Config, existing?: AppContext, tuning: ServerTuning = {}): Promise<RunningServer> {
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
   ctx.db.offloadCheckpoints?.();
@@ -25,6 +31,8 @@ export async function startServer(config: Config, existing?: AppContext): Promis
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
   stoppers.push(startPgEventListener(ctx));
+  const gateway = startDeviceGateway(ctx, app.server, app.log, tuning.devices);
+  stoppers.push(() => gateway.stop());
   await app.listen({ port: config.PORT, host: config.HOST });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

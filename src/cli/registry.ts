@@ -1,3 +1,4 @@
+import { deviceCommands } from './admin-devices.js';
 import { directoryCommands } from './admin-directory.js';
 import { keyCommands } from './admin-keys.js';
 import type { CliCommand } from './command.js';
@@ -8,4 +9,5 @@ export const commands: Record<string, CliCommand> = {
   ...serveCommands,
   ...directoryCommands,
   ...keyCommands,
+  ...deviceCommands,
 };

@@ -152,6 +152,26 @@ export interface MessageDedupeTable {
   message_id: string;
   created_at: string;
 }
+export interface DeviceTable {
+  id: string;
+  org_id: string;
+  name: string;
+  /** The 8 public hex characters after `enk_dev_`: the lookup index. */
+  token_prefix: string;
+  /** Hex SHA-256 of the full plaintext token. */
+  secret_hash: string;
+  status: string;
+  created_at: string;
+  revoked_at: string | null;
+  last_seen_at: string | null;
+  /** The gateway connection currently holding the device; null when it is not connected. */
+  connection_id: string | null;
+  connected_at: string | null;
+  disconnected_at: string | null;
+  /** Highest org stream offset the device acknowledged. */
+  acked_offset: number;
+  acked_at: string | null;
+}
 
 export interface Database {
   partners: PartnerTable;
@@ -168,4 +188,5 @@ export interface Database {
   messages: MessageTable;
   attachments: AttachmentTable;
   message_dedupe: MessageDedupeTable;
+  devices: DeviceTable;
 }

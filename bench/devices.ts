@@ -1,0 +1,271 @@
+/**
+ * Device gateway benchmark.
+ *   1. declare→frame latency with 1,000 connected devices of one org (p50/p99 over every delivery,
+ *      and the time until the last device of the org has the frame), against a baseline measured in
+ *      the same run: the declare round trip alone and declare→frame with a single device.
+ *   2. Server RSS with 10,000 idle connected devices → devices per GiB.
+ * The server runs in a child process (`emergency-api serve`) so the clients' memory and CPU are not
+ * counted as the server's; clients and provisioning run here.
+ *
+ *   node --import tsx bench/devices.ts            (SQLite file in a temp dir)
+ *   DATABASE_URL=postgres://... node --import tsx bench/devices.ts
+ *   BENCH_PARTS=latency|idle, BENCH_LATENCY_DEVICES, BENCH_IDLE_DEVICES, BENCH_DECLARES to run less
+ * Targets: p99 < 5 ms; >= 20,000 idle devices per GiB.
+ */
+import { execSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import WebSocket from 'ws';
+import { createContext } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import type { AppContext } from '../src/context.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { operatorCaller } from '../src/domain/access/principal.js';
+import { createDevice } from '../src/domain/devices/service.js';
+import { createApiKey } from '../src/domain/keys/service.js';
+import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/service.js';
+
+const LATENCY_DEVICES = Number(process.env.BENCH_LATENCY_DEVICES ?? 1_000);
+const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
+const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
+/** `latency`, `idle` or both (default). */
+const PARTS = (process.env.BENCH_PARTS ?? 'latency,idle').split(',');
+const BIN = fileURLToPath(new URL('../bin/emergency-api.js', import.meta.url));
+
+// 10,000 client sockets here (and as many in the server child) need a raised descriptor limit.
+const needed = (PARTS.includes('idle') ? IDLE_DEVICES : LATENCY_DEVICES) + 1_000;
+const softLimit = Number(execSync('ulimit -n', { shell: '/bin/bash' }).toString().trim()) || 0;
+if (softLimit < needed && !process.env.BENCH_REEXEC) {
+  const result = spawnSync('/bin/bash', ['-c', `ulimit -n ${needed} 2>/dev/null || ulimit -n $(ulimit -Hn); exec "$@"`, 'bash', process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, BENCH_REEXEC: '1' },
+  });
+  process.exit(result.status ?? 1);
+}
+
+const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function summarize(label: string, samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const p50 = quantile(sorted, 0.5);
+  const p99 = quantile(sorted, 0.99);
+  console.log(`  ${label.padEnd(46)} p50 ${fmt(p50).padStart(10)}  p99 ${fmt(p99).padStart(10)}  max ${fmt(sorted.at(-1)!).padStart(10)}  (n=${samples.length})`);
+  return { p50, p99 };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+interface ServerChild {
+  child: ChildProcess;
+  url: string;
+  rssBytes(): number;
+  stop(): Promise<void>;
+}
+
+async function startServerChild(databaseUrl: string): Promise<ServerChild> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (i > 300) throw new Error('server child did not start');
+    await sleep(100);
+  }
+  return {
+    child,
+    url,
+    rssBytes: () => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))![1]) * 1024,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function provision(ctx: AppContext, devices: number) {
+  const partnerId = (await createPartner(ctx, { name: 'Bench partner' })).id;
+  const enterpriseId = (await createEnterprise(ctx, { partnerId, name: 'Bench enterprise' })).id;
+  const orgId = (await createOrg(ctx, { enterpriseId, name: 'Bench org' })).id;
+  const { key } = await createApiKey(ctx, operatorCaller(), { name: 'bench', subjectType: 'org', subjectId: orgId, permissions: ['read', 'write'] });
+  const tokens: string[] = [];
+  for (let i = 0; i < devices; i++) tokens.push((await createDevice(ctx, operatorCaller(), orgId, { name: `station ${i}` })).token);
+  return { orgId, key, tokens };
+}
+
+type OnFrame = (offset: number, at: number) => void;
+
+/** Opens `tokens.length` device sockets, `parallel` handshakes at a time. */
+async function connectAll(wsUrl: string, tokens: string[], onFrame: OnFrame | null, parallel = 200): Promise<WebSocket[]> {
+  const sockets: WebSocket[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < tokens.length) {
+        const token = tokens[next++]!;
+        const ws = await new Promise<WebSocket>((resolve, reject) => {
+          const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
+          ws.once('open', () => resolve(ws));
+          ws.once('error', reject);
+        });
+        if (onFrame) {
+          ws.on('message', (data: Buffer) => {
+            const at = performance.now();
+            // Only the offset is needed; avoid parsing the whole envelope on the measuring side.
+            const m = /^\{"type":"event","offset":(\d+)/.exec(data.toString('latin1', 0, 48));
+            if (m) onFrame(Number(m[1]), at);
+          });
+        }
+        sockets.push(ws);
+      }
+    }),
+  );
+  return sockets;
+}
+
+async function declare(base: string, orgId: string, key: string): Promise<number> {
+  const res = await fetch(`${base}/api/public/v1/orgs/${orgId}/emergencies`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ description: 'bench', location: { floorId: '3' } }),
+  });
+  if (res.status !== 201) throw new Error(`declare failed: ${res.status}`);
+  await res.arrayBuffer();
+  return performance.now();
+}
+
+async function latencyRun(server: ServerChild, ctx: AppContext, devices: number, declares: number) {
+  const { orgId, key, tokens } = await provision(ctx, devices);
+  const sentAt = new Map<number, number>();
+  const perDelivery: number[] = [];
+  const lastPerDeclare = new Map<number, number>();
+  const firstPerDeclare = new Map<number, number>();
+  const received = new Map<number, number>();
+  const onFrame: OnFrame = (offset, at) => {
+    const t0 = sentAt.get(offset);
+    if (t0 === undefined) return;
+    const latency = at - t0;
+    perDelivery.push(latency);
+    received.set(offset, (received.get(offset) ?? 0) + 1);
+    if (!firstPerDeclare.has(offset)) firstPerDeclare.set(offset, latency);
+    lastPerDeclare.set(offset, Math.max(lastPerDeclare.get(offset) ?? 0, latency));
+  };
+  const wsUrl = `${server.url.replace('http', 'ws')}/devices/v1/stream`;
+  const sockets = await connectAll(wsUrl, tokens, onFrame);
+  await sleep(500);
+  const roundTrips: number[] = [];
+  // Warm-up so JIT and connection pools are hot.
+  for (let i = 0; i < 20; i++) await declare(server.url, orgId, key);
+  const base = (await ctx.db.db.selectFrom('orgs').select('event_offset').where('id', '=', orgId).executeTakeFirstOrThrow()).event_offset;
+  await sleep(300);
+  for (let i = 1; i <= declares; i++) {
+    const t0 = performance.now();
+    sentAt.set(Number(base) + i, t0);
+    const t1 = await declare(server.url, orgId, key);
+    roundTrips.push(t1 - t0);
+    // Wait for the fan-out to finish so declares do not overlap.
+    const deadline = Date.now() + 2_000;
+    while ((received.get(Number(base) + i) ?? 0) < devices && Date.now() < deadline) await sleep(1);
+    await sleep(5);
+  }
+  const missing = [...sentAt.keys()].filter((o) => (received.get(o) ?? 0) !== devices).length;
+  for (const ws of sockets) ws.terminate();
+  return { roundTrips, perDelivery, first: [...firstPerDeclare.values()], last: [...lastPerDeclare.values()], missing };
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'emergency-bench-'));
+  const pg = process.env.DATABASE_URL && /^postgres/.test(process.env.DATABASE_URL);
+  const databaseUrl = (suffix: string) => {
+    if (!pg) return `sqlite:${join(dir, `${suffix}.db`)}`;
+    const u = new URL(process.env.DATABASE_URL!);
+    u.searchParams.set('schema', `bench_${suffix}_${process.pid}`);
+    return u.toString();
+  };
+  console.log(`device gateway benchmark (${pg ? 'PostgreSQL' : 'SQLite'}, node ${process.version}, server in a child process)`);
+
+  // 1. Latency.
+  if (PARTS.includes('latency')) {
+    const url = databaseUrl('latency');
+    const ctx = createContext(loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent' }));
+    await migrateToLatest(ctx.db);
+    const server = await startServerChild(url);
+    try {
+      console.log(`\nbaseline (same run): 1 connected device, ${DECLARES} sequential declares`);
+      const single = await latencyRun(server, ctx, 1, DECLARES);
+      summarize('declare HTTP round trip', single.roundTrips);
+      summarize('declare → frame (1 device)', single.perDelivery);
+      console.log(`\n${LATENCY_DEVICES} connected devices of one org, ${DECLARES} sequential declares`);
+      const many = await latencyRun(server, ctx, LATENCY_DEVICES, DECLARES);
+      summarize('declare HTTP round trip', many.roundTrips);
+      const all = summarize(`declare → frame, every delivery (${LATENCY_DEVICES}/declare)`, many.perDelivery);
+      summarize('declare → frame, first device', many.first);
+      summarize('declare → frame, last device (fan-out done)', many.last);
+      console.log(`  missing deliveries: ${many.missing}`);
+      console.log(`  p99 target < 5 ms: ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); p50 ratio to 1-device baseline: ${(all.p50 / summarizeQuiet(single.perDelivery)).toFixed(1)}x`);
+    } finally {
+      await server.stop();
+      await ctx.db.close();
+    }
+  }
+
+  // 2. Idle memory.
+  if (PARTS.includes('idle')) {
+    const url = databaseUrl('idle');
+    const ctx = createContext(loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent' }));
+    await migrateToLatest(ctx.db);
+    const { tokens } = await provision(ctx, IDLE_DEVICES);
+    const server = await startServerChild(url);
+    try {
+      await sleep(1_000);
+      const before = server.rssBytes();
+      const t0 = Date.now();
+      const sockets = await connectAll(`${server.url.replace('http', 'ws')}/devices/v1/stream`, tokens, null);
+      const connectSeconds = (Date.now() - t0) / 1000;
+      await sleep(5_000);
+      const after = server.rssBytes();
+      const perDevice = (after - before) / IDLE_DEVICES;
+      console.log(`\n${IDLE_DEVICES} idle devices connected in ${connectSeconds.toFixed(1)} s`);
+      console.log(`  server RSS before ${(before / 2 ** 20).toFixed(1)} MiB, with devices ${(after / 2 ** 20).toFixed(1)} MiB`);
+      console.log(`  ${(perDevice / 1024).toFixed(1)} KiB per device → ${Math.floor(2 ** 30 / perDevice).toLocaleString('en-US')} idle devices per GiB (target >= 20,000: ${2 ** 30 / perDevice >= 20_000 ? 'met' : 'NOT met'})`);
+      for (const ws of sockets) ws.terminate();
+    } finally {
+      await server.stop();
+      await ctx.db.close();
+    }
+  }
+  if (pg) {
+    const { default: pgLib } = await import('pg');
+    const client = new pgLib.Client({ connectionString: process.env.DATABASE_URL });
+    await client.connect();
+    for (const s of ['latency', 'idle']) await client.query(`drop schema if exists bench_${s}_${process.pid} cascade`);
+    await client.end();
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
+function summarizeQuiet(samples: number[]): number {
+  return quantile([...samples].sort((a, b) => a - b), 0.5);
+}
+
+await main();

@@ -1,0 +1,124 @@
+import WebSocket from 'ws';
+
+export interface SimulatorOptions {
+  url: string;
+  token: string;
+  /** Resume position for the first connection; later ones use the last offset received. */
+  after?: number;
+  /** Print each event frame as one JSON line instead of a human-readable alert. */
+  json?: boolean;
+  out?: NodeJS.WritableStream;
+  err?: NodeJS.WritableStream;
+}
+
+const FIRST_RETRY_MS = 500;
+const MAX_RETRY_MS = 30_000;
+/** Pings arrive every 25 s; hearing nothing for this long means the connection is dead even if TCP says otherwise. */
+const SERVER_SILENCE_MS = 75_000;
+
+interface EmergencyView {
+  status?: string;
+  description?: string | null;
+  externalId?: string | null;
+  category?: { name?: string; severity?: number; color?: string };
+  location?: { floorId?: string; latitude?: number; longitude?: number } | null;
+}
+
+/** One alert as a base station would show it. */
+export function formatAlert(offset: number, event: { eventType?: string; emergencyId?: string; createdAt?: string; data?: { emergency?: EmergencyView } }): string {
+  const e = event.data?.emergency ?? {};
+  const kind = (event.eventType ?? 'event').replace(/^emergency\./, '').toUpperCase();
+  const parts = [`[${event.createdAt ?? new Date().toISOString()}] #${offset} EMERGENCY ${kind}`];
+  if (e.category?.name) parts.push(`${e.category.name} (severity ${e.category.severity ?? '?'}, ${e.category.color ?? ''})`.replace(', )', ')'));
+  if (e.description) parts.push(JSON.stringify(e.description));
+  const where: string[] = [];
+  if (e.location?.floorId) where.push(`floor ${e.location.floorId}`);
+  if (e.location?.latitude !== undefined && e.location?.longitude !== undefined) where.push(`${e.location.latitude},${e.location.longitude}`);
+  if (where.length) parts.push(`at ${where.join(' ')}`);
+  parts.push(`emergency ${event.emergencyId ?? '?'}${e.externalId ? ` (${e.externalId})` : ''}`);
+  return parts.join(' | ');
+}
+
+/**
+ * A reference device client: connects with the bearer token, prints alerts, acknowledges each one,
+ * answers pings, and on any disconnect reconnects with `after=<last offset>` so nothing is missed.
+ * Runs until SIGINT/SIGTERM; a refused or revoked credential ends it with an error.
+ */
+export function simulateDevice(options: SimulatorOptions): Promise<void> {
+  const out = options.out ?? process.stdout;
+  const err = options.err ?? process.stderr;
+  let lastOffset = options.after;
+  let retryMs = FIRST_RETRY_MS;
+  let stopped = false;
+  let current: WebSocket | null = null;
+
+  return new Promise<void>((resolve, reject) => {
+    const stop = () => {
+      stopped = true;
+      current?.close(1000, 'simulator stopped');
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+
+    const connect = () => {
+      if (stopped) return;
+      const url = new URL(options.url);
+      if (lastOffset !== undefined) url.searchParams.set('after', String(lastOffset));
+      const ws = new WebSocket(url, { headers: { authorization: `Bearer ${options.token}` }, handshakeTimeout: 10_000 });
+      current = ws;
+      let watchdog: NodeJS.Timeout | undefined;
+      const heard = () => {
+        if (watchdog) clearTimeout(watchdog);
+        watchdog = setTimeout(() => ws.terminate(), SERVER_SILENCE_MS);
+      };
+      ws.on('unexpected-response', (_req, res) => {
+        if (res.statusCode === 401) {
+          stopped = true;
+          reject(new Error('the device token was refused (401): it is unknown or revoked'));
+        } else {
+          err.write(`connection refused with HTTP ${res.statusCode}; retrying\n`);
+        }
+        res.resume();
+        ws.terminate();
+      });
+      ws.on('open', () => {
+        retryMs = FIRST_RETRY_MS;
+        heard();
+        err.write(`connected to ${url.origin}${url.pathname}${lastOffset !== undefined ? ` (resuming after offset ${lastOffset})` : ''}\n`);
+      });
+      ws.on('message', (data) => {
+        heard();
+        let frame: { type?: string; offset?: number; event?: Parameters<typeof formatAlert>[1] };
+        try {
+          frame = JSON.parse(data.toString());
+        } catch {
+          return;
+        }
+        if (frame.type === 'ping') {
+          ws.send('{"type":"pong"}');
+        } else if (frame.type === 'event' && typeof frame.offset === 'number') {
+          if (lastOffset !== undefined && frame.offset <= lastOffset) return; // already shown
+          lastOffset = frame.offset;
+          out.write(options.json ? `${JSON.stringify(frame)}\n` : `${formatAlert(frame.offset, frame.event ?? {})}\n`);
+          ws.send(JSON.stringify({ type: 'ack', offset: frame.offset }));
+        }
+      });
+      ws.on('error', () => undefined);
+      ws.on('close', (code, reason) => {
+        if (watchdog) clearTimeout(watchdog);
+        if (stopped) return;
+        if (code === 4401) {
+          stopped = true;
+          reject(new Error('the device credential was revoked'));
+          return;
+        }
+        const wait = Math.round(retryMs * (0.8 + Math.random() * 0.4));
+        err.write(`disconnected (${code}${reason.length ? ` ${reason.toString()}` : ''}); reconnecting in ${wait} ms\n`);
+        retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+        setTimeout(connect, wait);
+      });
+    };
+    connect();
+  });
+}

@@ -1,0 +1,40 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/types.js';
+
+export interface StoredEvent {
+  offset: number;
+  payload: string;
+  createdAtMs: number;
+}
+
+/**
+ * Committed events of one org after `after`, in offset order. Offsets of an org commit in
+ * increasing order (they are taken under the org row lock), so "> after" never skips one.
+ */
+export async function eventsAfter(db: Kysely<Database>, orgId: string, after: number, limit: number): Promise<StoredEvent[]> {
+  const rows = await db
+    .selectFrom('events')
+    .select(['stream_offset', 'payload', 'created_at'])
+    .where('org_id', '=', orgId)
+    .where('stream_offset', '>', after)
+    .orderBy('stream_offset')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ offset: Number(r.stream_offset), payload: r.payload, createdAtMs: Date.parse(r.created_at) }));
+}
+
+/** The org's last committed stream offset (0 when it has no events). */
+export async function committedOffset(db: Kysely<Database>, orgId: string): Promise<number> {
+  const row = await db.selectFrom('orgs').select('event_offset').where('id', '=', orgId).executeTakeFirst();
+  return row ? Number(row.event_offset) : 0;
+}
+
+/** Last committed offsets of several orgs: the backstop poll compares them with what was read. */
+export async function committedOffsets(db: Kysely<Database>, orgIds: string[]): Promise<Map<string, number>> {
+  const result = new Map<string, number>();
+  for (let i = 0; i < orgIds.length; i += 500) {
+    const rows = await db.selectFrom('orgs').select(['id', 'event_offset']).where('id', 'in', orgIds.slice(i, i + 500)).execute();
+    for (const r of rows) result.set(r.id, Number(r.event_offset));
+  }
+  return result;
+}

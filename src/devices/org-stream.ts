@@ -1,0 +1,134 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/types.js';
+import type { DeviceConnection } from './connection.js';
+import { eventsAfter } from './event-reader.js';
+import { eventFrame } from './protocol.js';
+
+export interface OrgStreamOptions {
+  /** Rows read per query, by the live reader and by a replay. */
+  pageSize: number;
+  /** During replay, wait for the socket to drain once this many bytes are queued. */
+  replayHighWaterBytes: number;
+  onError(err: unknown, where: string): void;
+  /** Called once per live event written to the org's sockets, with the event's creation time. */
+  onLiveEvent?(createdAtMs: number): void;
+}
+
+/**
+ * Everything this instance sends to the devices of one org.
+ *
+ * Live members are in step with `readOffset`: one reader (`pump`) fetches the committed rows after it
+ * once and writes each frame to every live socket. A connection that resumes from an older offset
+ * replays on its own (so a slow replay never delays the others) and joins the live set only when its
+ * `lastSent` has reached `readOffset`; the check and the join happen in one synchronous step, with no
+ * await between, so no row can fall between the replay and the live reader. Rows the replay already
+ * sent beyond `readOffset` are skipped by the per-connection `lastSent` guard.
+ */
+export class OrgStream {
+  readonly live = new Set<DeviceConnection>();
+  /** Connections still replaying. */
+  readonly replaying = new Set<DeviceConnection>();
+  /** Highest offset the live reader has fetched; null until the first member joins. */
+  readOffset: number | null = null;
+  private running = false;
+  private wakeAgain = false;
+
+  constructor(
+    readonly orgId: string,
+    private readonly db: Kysely<Database>,
+    private readonly options: OrgStreamOptions,
+  ) {}
+
+  get idle(): boolean {
+    return this.live.size === 0 && this.replaying.size === 0 && !this.running;
+  }
+
+  /** A commit happened (or may have): read what is new. Wake-ups during a read coalesce into one more read. */
+  wake(): void {
+    if (this.live.size === 0) return;
+    if (this.running) {
+      this.wakeAgain = true;
+      return;
+    }
+    void this.pump();
+  }
+
+  private async pump(): Promise<void> {
+    this.running = true;
+    try {
+      do {
+        this.wakeAgain = false;
+        while (this.live.size > 0 && this.readOffset !== null) {
+          const rows = await eventsAfter(this.db, this.orgId, this.readOffset, this.options.pageSize);
+          for (const row of rows) {
+            const frame = eventFrame(row.offset, row.payload);
+            for (const conn of this.live) {
+              if (!conn.sendEvent(row.offset, frame, true)) this.live.delete(conn);
+            }
+            this.options.onLiveEvent?.(row.createdAtMs);
+            this.readOffset = row.offset;
+          }
+          if (rows.length < this.options.pageSize) break;
+        }
+      } while (this.wakeAgain && this.live.size > 0);
+    } catch (err) {
+      // The backstop poll wakes this stream again; the rows stay in the table meanwhile.
+      this.options.onError(err, 'live read');
+    } finally {
+      this.running = false;
+    }
+  }
+
+  /**
+   * Replays the rows after `conn.lastSent`, then makes the connection live. Resolves when it is live
+   * or gone.
+   */
+  async admit(conn: DeviceConnection, startsAtEnd: boolean): Promise<void> {
+    this.replaying.add(conn);
+    // Whether the last read found nothing beyond what was sent: only then may a connection start
+    // the live reader from its own position.
+    let atEnd = startsAtEnd;
+    try {
+      while (conn.open) {
+        // Join only with a drained buffer, so the live reader does not find it over the bound at once.
+        if (conn.ws.bufferedAmount > this.options.replayHighWaterBytes) await conn.drained();
+        if (!conn.open) return;
+        if (this.tryJoin(conn, atEnd)) return;
+        const rows = await eventsAfter(this.db, this.orgId, conn.lastSent, this.options.pageSize);
+        atEnd = rows.length < this.options.pageSize;
+        for (const row of rows) {
+          if (!conn.sendStored(row.offset, row.payload)) return;
+          // Paced by the device: a replay of many events never sits in server memory at once.
+          if (conn.ws.bufferedAmount > this.options.replayHighWaterBytes) await conn.drained();
+        }
+        // Nothing newer yet the live reader is ahead: this read's snapshot predates the reader's.
+        // Read again shortly; never skip ahead, that would be a gap.
+        if (rows.length === 0) await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      this.replaying.delete(conn);
+    }
+  }
+
+  /** Synchronous on purpose: see the class comment. */
+  private tryJoin(conn: DeviceConnection, atEnd: boolean): boolean {
+    if (this.live.size === 0 && !this.running) {
+      // Nobody depends on readOffset: it may start from this connection's position, once the
+      // replay has reached the end (else the live reader would send the backlog in one burst).
+      if (!atEnd) return false;
+      this.readOffset = conn.lastSent;
+    } else if (this.readOffset === null || conn.lastSent < this.readOffset) {
+      return false;
+    }
+    this.live.add(conn);
+    // Rows committed between the replay's last read and now were announced while this connection
+    // was not live; read once more so they are not left waiting for the next commit.
+    this.wake();
+    return true;
+  }
+
+  leave(conn: DeviceConnection): void {
+    this.live.delete(conn);
+    this.replaying.delete(conn);
+  }
+}

@@ -1,0 +1,133 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { AppContext } from '../../context.js';
+import { inTransaction, type Tx } from '../../db/connect.js';
+import type { DeviceTable } from '../../db/types.js';
+import { authorize } from '../access/authorize.js';
+import type { Caller } from '../access/principal.js';
+import { recordAudit } from '../audit/record.js';
+import { newId, nowIso } from '../shared/ids.js';
+import { findDeviceByPrefix } from './repo.js';
+import { type AuthenticatedDevice, createDeviceInput, DEVICE_TOKEN_PATTERN, type DeviceRecord } from './schema.js';
+
+/**
+ * How long after the gateway last heard from a connected device it still counts as online. The
+ * gateway refreshes `last_seen_at` every heartbeat (25 s) and drops devices silent for 60 s, so a
+ * live connection is never older than ~85 s; an instance that crashed stops refreshing and its
+ * devices fall offline after this window.
+ */
+export const ONLINE_WINDOW_MS = 90_000;
+
+const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
+
+function mintToken(): { token: string; prefix: string } {
+  const prefix = randomBytes(4).toString('hex');
+  return { token: `enk_dev_${prefix}${randomBytes(32).toString('hex')}`, prefix };
+}
+
+export function toDeviceRecord(row: DeviceTable, now = Date.now()): DeviceRecord {
+  const online = row.status === 'active' && row.connection_id !== null && row.last_seen_at !== null && now - Date.parse(row.last_seen_at) <= ONLINE_WINDOW_MS;
+  return {
+    id: row.id,
+    orgId: row.org_id,
+    name: row.name,
+    status: row.status === 'revoked' ? 'revoked' : 'active',
+    createdAt: row.created_at,
+    revokedAt: row.revoked_at,
+    online,
+    lastSeenAt: row.last_seen_at,
+    connectedAt: row.connected_at,
+    disconnectedAt: row.disconnected_at,
+    ackedOffset: Number(row.acked_offset),
+    ackedAt: row.acked_at,
+  };
+}
+
+async function auditDevice(tx: Tx, caller: Caller, row: Pick<DeviceTable, 'id' | 'org_id' | 'name'>, eventType: string) {
+  await recordAudit(tx, caller, {
+    orgId: row.org_id,
+    eventCategory: 'device',
+    eventType,
+    resource: { type: 'device', id: row.id },
+    details: { name: row.name },
+  });
+}
+
+/** Registers a base station of one org. The token is returned once; only its SHA-256 is stored. */
+export async function createDevice(ctx: AppContext, caller: Caller, orgId: string, input: { name: string }): Promise<{ id: string; token: string; record: DeviceRecord }> {
+  const { name } = createDeviceInput.parse(input);
+  const org = await authorize(ctx, caller, orgId, 'write');
+  return inTransaction(ctx.db, async (tx) => {
+    const { token, prefix } = mintToken();
+    const row: DeviceTable = {
+      id: newId(),
+      org_id: org.id,
+      name,
+      token_prefix: prefix,
+      secret_hash: sha256(token).toString('hex'),
+      status: 'active',
+      created_at: nowIso(),
+      revoked_at: null,
+      last_seen_at: null,
+      connection_id: null,
+      connected_at: null,
+      disconnected_at: null,
+      acked_offset: 0,
+      acked_at: null,
+    };
+    await tx.db.insertInto('devices').values(row).execute();
+    await auditDevice(tx, caller, row, 'device.created');
+    return { id: row.id, token, record: toDeviceRecord(row) };
+  });
+}
+
+/**
+ * Revokes a device: its token stops authenticating at once, and gateways close its open socket at
+ * their next revocation check (a few seconds). Revoking twice is a no-op.
+ */
+export async function revokeDevice(ctx: AppContext, caller: Caller, deviceId: string): Promise<DeviceRecord> {
+  const existing = await ctx.db.db.selectFrom('devices').select('org_id').where('id', '=', deviceId).executeTakeFirst();
+  if (!existing) throw new Error(`No device with id ${deviceId}.`);
+  await authorize(ctx, caller, existing.org_id, 'write');
+  return inTransaction(ctx.db, async (tx) => {
+    const row = await tx.db.selectFrom('devices').selectAll().where('id', '=', deviceId).where('org_id', '=', existing.org_id).executeTakeFirstOrThrow();
+    if (row.status === 'revoked') return toDeviceRecord(row);
+    const revokedAt = nowIso();
+    await tx.db
+      .updateTable('devices')
+      .set({ status: 'revoked', revoked_at: revokedAt })
+      .where('id', '=', deviceId)
+      .where('org_id', '=', row.org_id)
+      .execute();
+    await auditDevice(tx, caller, row, 'device.revoked');
+    return toDeviceRecord({ ...row, status: 'revoked', revoked_at: revokedAt });
+  });
+}
+
+/** Devices of one org (authorized), or of every org for the operator. */
+export async function listDevices(ctx: AppContext, caller: Caller, filter: { orgId?: string } = {}): Promise<DeviceRecord[]> {
+  let query = ctx.db.db.selectFrom('devices').selectAll();
+  if (filter.orgId !== undefined) {
+    const org = await authorize(ctx, caller, filter.orgId, 'read');
+    query = query.where('org_id', '=', org.id);
+  } else if (caller.principal.kind !== 'operator') {
+    throw new Error('Listing devices across organizations is reserved to the operator.');
+  }
+  const rows = await query.orderBy('org_id').orderBy('created_at').orderBy('id').execute();
+  const now = Date.now();
+  return rows.map((row) => toDeviceRecord(row, now));
+}
+
+/**
+ * Verifies a device bearer token: one indexed lookup by the public 8-hex id, then a constant-time
+ * comparison of SHA-256 digests. No cache: a revoked device must not be able to reconnect.
+ */
+export async function authenticateDevice(ctx: AppContext, token: string | undefined): Promise<AuthenticatedDevice | null> {
+  if (!token) return null;
+  const match = DEVICE_TOKEN_PATTERN.exec(token);
+  if (!match) return null;
+  const row = await findDeviceByPrefix(ctx.db.db, match[1]!);
+  if (!row) return null;
+  if (!timingSafeEqual(sha256(token), Buffer.from(row.secret_hash, 'hex'))) return null;
+  if (row.status !== 'active') return null;
+  return { id: row.id, orgId: row.org_id, name: row.name };
+}

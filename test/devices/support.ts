@@ -4,6 +4,7 @@ import { loadConfig } from '../../src/config.js';
 import type { DeviceGatewayOptions } from '../../src/devices/gateway.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import { freshDatabaseUrl } from '../helpers/db.js';
+import { TEST_ENV } from '../helpers/server.js';
 
 export interface DeviceTestServer extends RunningServer {
   base: string;
@@ -20,7 +21,7 @@ export interface DeviceTestServer extends RunningServer {
 export async function startDeviceServer(options: { devices?: Partial<DeviceGatewayOptions>; databaseUrl?: string; port?: number } = {}): Promise<DeviceTestServer> {
   const fresh = options.databaseUrl ? null : freshDatabaseUrl();
   const databaseUrl = options.databaseUrl ?? fresh!.url;
-  const config = loadConfig({ PORT: String(options.port ?? 0), HOST: '127.0.0.1', LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl });
+  const config = loadConfig({ ...TEST_ENV, PORT: String(options.port ?? 0), DATABASE_URL: databaseUrl });
   const server = await startServer(config, undefined, { devices: options.devices });
   return {
     ...server,

@@ -16,19 +16,20 @@ export interface TestServer extends RunningServer {
   close(): Promise<void>;
 }
 
+/** Configuration shared by every test server: loopback, quiet, private webhook targets allowed. */
+export const TEST_ENV: Record<string, string> = {
+  PORT: '0',
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'silent',
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  // Suites fire requests faster than a client would; the rate-limit suite sets its own limit.
+  RATE_LIMIT_PER_KEY: '100000',
+};
+
 /** A real server on a random loopback port, on its own fresh database. */
 export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
   const database = freshDatabaseUrl();
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    // Suites fire requests faster than a client would; the rate-limit suite sets its own limit.
-    RATE_LIMIT_PER_KEY: '100000',
-    DATABASE_URL: database.url,
-    ...env,
-  });
+  const config = loadConfig({ ...TEST_ENV, DATABASE_URL: database.url, ...env });
   const server = await startServer(config);
   return {
     ...server,

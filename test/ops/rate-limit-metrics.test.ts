@@ -18,12 +18,12 @@ describe('rate limiting and metrics', () => {
     const first = await api.get(`/orgs/${org.orgId}/emergencies`);
     assert.equal(first.status, 200);
     assert.equal(first.headers.get('ratelimit-limit'), '10');
-    assert.equal(first.headers.get('ratelimit-remaining'), '9');
-    const statuses = [];
-    for (let i = 0; i < 15; i++) statuses.push((await api.get(`/orgs/${org.orgId}/emergencies`)).status);
-    assert.ok(statuses.includes(429));
-    const limited = await api.get(`/orgs/${org.orgId}/emergencies`);
-    assert.equal(limited.status, 429);
+    assert.ok(Number(first.headers.get('ratelimit-remaining')) >= 8);
+    // Concurrent requests arrive faster than the bucket refills, whatever the machine's speed.
+    const burst = await Promise.all(Array.from({ length: 30 }, () => api.get(`/orgs/${org.orgId}/emergencies`)));
+    const limited = burst.find((r) => r.status === 429);
+    assert.ok(limited, `statuses ${burst.map((r) => r.status)}`);
+    assert.ok(burst.filter((r) => r.status === 200).length <= 10 + 5, 'no more than the burst plus what refilled');
     assert.equal(limited.body.detail.error, 'rate_limited');
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
     assert.equal(limited.headers.get('ratelimit-remaining'), '0');

@@ -4,6 +4,7 @@ import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { migrateToLatest } from './db/migrate.js';
 import { startPgEventListener } from './domain/events/pg-listener.js';
+import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -13,17 +14,23 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+export interface ServerOptions {
+  /** Webhook dispatcher tuning (tests shorten its timeouts); false runs the server without it. */
+  dispatcher?: DispatcherOptions | false;
+}
+
 /**
  * Starts everything `serve` runs in one process: migrations, then the HTTP server (REST, tool
  * server, device gateway) and the background workers. `stop` shuts them down in reverse order.
  */
-export async function startServer(config: Config, existing?: AppContext): Promise<RunningServer> {
+export async function startServer(config: Config, existing?: AppContext, options: ServerOptions = {}): Promise<RunningServer> {
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
   const app = await buildApp(ctx);
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
   stoppers.push(startPgEventListener(ctx));
+  if (options.dispatcher !== false) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
   await app.listen({ port: config.PORT, host: config.HOST });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

@@ -2,10 +2,14 @@ import { directoryCommands } from './admin-directory.js';
 import { keyCommands } from './admin-keys.js';
 import type { CliCommand } from './command.js';
 import { serveCommands } from './serve.js';
+import { webhookCommands } from './admin-webhooks.js';
+import { workerCommands } from './worker.js';
 
 /** Every command of the `emergency-api` executable, by its words. */
 export const commands: Record<string, CliCommand> = {
   ...serveCommands,
   ...directoryCommands,
   ...keyCommands,
+  ...webhookCommands,
+  ...workerCommands,
 };

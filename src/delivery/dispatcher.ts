@@ -100,7 +100,7 @@ export class Dispatcher {
       this.allSubsDirty = true;
       this.wake();
     }, this.pollIntervalMs);
-    this.pollTimer.unref();
+    // Deliberately not unref'd: it is what keeps a standalone worker process alive; stop() clears it.
     this.wake();
   }
 

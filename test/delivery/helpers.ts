@@ -146,12 +146,15 @@ export async function runCli(databaseUrl: string, args: string[], env: Record<st
 export async function spawnWorker(databaseUrl: string, args: string[] = []): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['bin/emergency-api.js', 'worker', ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: process.env.WORKER_LOG_LEVEL ?? 'silent', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
-  child.stderr!.on('data', (d) => (stderr += d));
+  child.stderr!.on('data', (d) => {
+    stderr += d;
+    if (process.env.WORKER_LOG_LEVEL) process.stderr.write(d);
+  });
   await new Promise<void>((resolveReady, reject) => {
     child.stdout!.on('data', (d) => {
       stdout += d;

@@ -80,7 +80,7 @@ export function verify(secret: string, req: ReceivedRequest): any {
 }
 
 /** Fast dispatcher settings for tests: short request timeout and lease, frequent polling. */
-export const FAST_DISPATCHER: DispatcherOptions = { requestTimeoutMs: 500, leaseMs: 2000, pollIntervalMs: 200 };
+export const FAST_DISPATCHER: DispatcherOptions = { requestTimeoutMs: 1500, leaseMs: 3000, pollIntervalMs: 200 };
 
 /** A real server (REST + dispatcher) on its own fresh database, with a compressed retry schedule. */
 export async function startDeliveryServer(

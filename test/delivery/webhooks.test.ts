@@ -93,11 +93,9 @@ describe('webhook delivery', () => {
       otherPartner: await subscribe('/cov/other', { subjectType: 'partner', subjectId: other.partnerId }),
       resolvedOnlyC: await subscribe('/cov/c-resolved', { subjectType: 'org', subjectId: orgC, eventTypes: ['emergency.resolved'] }),
     };
-    const declaredIn: Record<string, string> = {};
     for (const orgId of [orgA, orgB, orgC]) {
       const res = await (await apiFor(orgId)).post(`/orgs/${orgId}/emergencies`, { description: `in ${orgId}` });
       assert.equal(res.status, 201);
-      declaredIn[orgId] = res.body.eventId ?? res.body.emergencyId;
     }
     const expected: Record<string, string[]> = {
       '/cov/org-a': [orgA],
@@ -106,12 +104,13 @@ describe('webhook delivery', () => {
       '/cov/partner-b': [orgB],
     };
     await waitFor('covering deliveries', () =>
-      Object.entries(expected).every(([path, orgs]) => receiver.forPath(path).length >= orgs.length),
+      Object.entries(expected).every(([path, orgs]) => new Set(receiver.forPath(path).map((r) => r.headers['webhook-id'])).size >= orgs.length),
     );
     for (const [path, orgs] of Object.entries(expected)) {
       const secret = Object.values(subs).find((s) => s.record.url.endsWith(path))!.secret;
-      const seen = receiver.forPath(path).map((r) => verify(secret, r).orgId).sort();
-      assert.deepEqual(seen, [...orgs].sort(), path);
+      // Receivers deduplicate on eventId (a slow answer on a loaded machine can cause a retry).
+      const byEvent = new Map(receiver.forPath(path).map((r) => [r.headers['webhook-id'], verify(secret, r).orgId]));
+      assert.deepEqual([...byEvent.values()].sort(), [...orgs].sort(), path);
     }
     // Every fan-out for these events has committed (each org's fan-out is one transaction), so the
     // non-covering subscriptions' queues are final: nothing was ever queued for them.
@@ -153,7 +152,7 @@ describe('webhook delivery', () => {
     const org = await createOrgTree(server.ctx);
     const sub = await subscribe('/slow', { subjectType: 'org', subjectId: org.orgId });
     receiver.respond('/slow', (_req, res, index) => {
-      if (index === 0) setTimeout(() => res.writeHead(200).end(), 3000).unref(); // beyond the 500 ms test timeout
+      if (index === 0) setTimeout(() => res.writeHead(200).end(), 5000).unref(); // beyond the 1.5 s test timeout
       else res.writeHead(200).end();
     });
     await (await apiFor(org.orgId)).post(`/orgs/${org.orgId}/emergencies`, {});

@@ -1,4 +1,5 @@
-import type { AppContext } from '../context.js';
+import { sql } from 'kysely';
+import type { Tx } from '../db/connect.js';
 import type { WebhookDeliveryTable } from '../db/types.js';
 
 export type ClaimedDelivery = Pick<WebhookDeliveryTable, 'id' | 'subscription_id' | 'org_id' | 'event_id' | 'event_type' | 'attempt_count'> & {
@@ -13,7 +14,7 @@ export type ClaimedDelivery = Pick<WebhookDeliveryTable, 'id' | 'subscription_id
  * how the deliveries of a worker that died are picked up again. SQLite has one writer at a time.
  */
 export async function claimDueDeliveries(
-  ctx: AppContext,
+  tx: Tx,
   subscriptionId: string,
   limit: number,
   workerId: string,
@@ -22,7 +23,7 @@ export async function claimDueDeliveries(
   const nowMs = Date.now();
   const now = new Date(nowMs).toISOString();
   const until = new Date(nowMs + leaseMs).toISOString();
-  const db = ctx.db.db;
+  const db = tx.db;
   const claimed = await db
     .updateTable('webhook_deliveries')
     .set({ claimed_until: until, claimed_by: workerId })
@@ -31,12 +32,13 @@ export async function claimDueDeliveries(
         .selectFrom('webhook_deliveries')
         .select('id')
         .where('subscription_id', '=', subscriptionId)
-        .where('status', '=', 'pending')
+        // A literal, not a parameter: SQLite uses the partial index (status = 'pending') only then.
+        .where('status', '=', sql.lit('pending'))
         .where('next_attempt_at', '<=', now)
         .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<=', now)]))
         .orderBy('next_attempt_at')
         .limit(limit);
-      return ctx.db.dialect === 'postgres' ? candidates.forUpdate().skipLocked() : candidates;
+      return tx.dialect === 'postgres' ? candidates.forUpdate().skipLocked() : candidates;
     })
     .returning(['id', 'subscription_id', 'org_id', 'event_id', 'event_type', 'attempt_count', 'payload'])
     .execute();
@@ -44,14 +46,15 @@ export async function claimDueDeliveries(
   const needBodies = claimed.filter((d) => d.payload === null && d.org_id !== null);
   const bodies = new Map<string, string>();
   if (needBodies.length > 0) {
-    const orgIds = [...new Set(needBodies.map((d) => d.org_id!))];
+    // Looked up by primary key alone: with an `org_id in (...)` condition SQLite prefers the
+    // (org_id, stream_offset) index and walks every event of those orgs. The org is checked below.
+    const orgOf = new Map(needBodies.map((d) => [d.event_id, d.org_id]));
     const rows = await db
       .selectFrom('events')
-      .select(['id', 'payload'])
-      .where('org_id', 'in', orgIds)
+      .select(['id', 'org_id', 'payload'])
       .where('id', 'in', needBodies.map((d) => d.event_id))
       .execute();
-    for (const row of rows) bodies.set(row.id, row.payload);
+    for (const row of rows) if (orgOf.get(row.id) === row.org_id) bodies.set(row.id, row.payload);
   }
   return claimed.map(({ payload, ...d }) => ({ ...d, body: payload ?? bodies.get(d.event_id) ?? null }));
 }

@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import type { AppContext } from '../context.js';
+import { inTransaction } from '../db/connect.js';
 import type { WebhookSubscriptionTable } from '../db/types.js';
 import { nowIso } from '../domain/shared/ids.js';
 import { signingSecrets } from '../domain/webhooks/schema.js';
 import { signatureHeader } from '../domain/webhooks/signing.js';
 import { type ClaimedDelivery, claimDueDeliveries } from './claims.js';
-import { fanOutOrg, orgsBehind } from './fan-out.js';
+import { type FanOutResult, fanOutOrg, orgsBehind } from './fan-out.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type SendResult, WebhookSender } from './http-sender.js';
 import { type DeliveryLogger, describeError, silentLogger } from './log.js';
 import { type AttemptOutcome, recordOutcomes } from './outcomes.js';
@@ -14,7 +16,7 @@ import { type AttemptOutcome, recordOutcomes } from './outcomes.js';
 export interface DispatcherOptions {
   /** Deadline of one delivery request (a 2xx within it is success). */
   requestTimeoutMs?: number;
-  /** How long a claim is exclusive; must exceed the request timeout so a live worker never loses its claim. */
+  /** How long a claim is exclusive; must exceed twice the request timeout so a live worker never loses its claim. */
   leaseMs?: number;
   /** The polling backstop, for lost wake-ups, other processes' writes on SQLite, and due retries. */
   pollIntervalMs?: number;
@@ -32,6 +34,7 @@ const FAN_OUT_BATCH = 500;
 const ORG_SCAN_LIMIT = 1000;
 const OUTCOME_BATCH = 500;
 const FLUSH_RETRY_MS = 1000;
+const FLUSH_GATHER_MS = 5;
 
 /**
  * The webhook delivery worker. Committed events are fanned out into deliveries (per org, in stream
@@ -61,8 +64,17 @@ export class Dispatcher {
   private scanAllOrgs = true;
   private readonly dirtySubs = new Set<string>();
   private allSubsDirty = true;
+  /** Subscriptions whose last claim was limited by capacity, not by what was due. */
+  private readonly saturated = new Set<string>();
+  private readonly subscriptions = new Map<string, WebhookSubscriptionTable>();
 
   private readonly inFlightBySub = new Map<string, number>();
+  /** Claimed (leased to this worker) but not started yet, per subscription. */
+  private readonly buffers = new Map<string, ClaimedDelivery[]>();
+  /** Subscriptions with buffered deliveries waiting for a process-wide slot. */
+  private readonly blocked = new Set<string>();
+  /** In flight plus buffered. */
+  private totalHeld = 0;
   private inFlight = 0;
   private idleWaiters: (() => void)[] = [];
 
@@ -77,7 +89,8 @@ export class Dispatcher {
     options: DispatcherOptions = {},
   ) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-    this.leaseMs = options.leaseMs ?? this.requestTimeoutMs + 30_000;
+    // A claimed delivery may wait for one batch of its subscription's requests before its own starts.
+    this.leaseMs = options.leaseMs ?? 2 * this.requestTimeoutMs + 15_000;
     if (this.leaseMs <= this.requestTimeoutMs) throw new Error('The delivery lease must be longer than the request timeout.');
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.perSubscription = options.perSubscriptionConcurrency ?? 16;
@@ -85,6 +98,8 @@ export class Dispatcher {
     this.stopGraceMs = options.stopGraceMs ?? 5000;
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     this.log = options.logger ?? silentLogger;
+    // Every request in flight listens for the stop signal.
+    setMaxListeners(0, this.interrupt.signal);
     this.sender = new WebhookSender({ allowPrivateTargets: ctx.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, timeoutMs: this.requestTimeoutMs });
   }
 
@@ -113,6 +128,7 @@ export class Dispatcher {
     for (const t of this.retryTimers) clearTimeout(t);
     this.retryTimers.clear();
     await this.pumping;
+    await this.releaseBuffered();
     if (this.inFlight > 0) {
       const grace = setTimeout(() => this.interrupt.abort(), this.stopGraceMs);
       await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
@@ -140,6 +156,10 @@ export class Dispatcher {
 
   private async pump(): Promise<void> {
     do {
+      // Yield to the event loop first: on SQLite every query completes as a microtask, so without
+      // this a stream of wake-ups would keep the loop from reading responses and accepting requests.
+      // It also lets a burst of commits coalesce into one round.
+      await new Promise<void>((resolve) => setImmediate(resolve));
       this.pumpAgain = false;
       try {
         await this.fanOut();
@@ -159,9 +179,14 @@ export class Dispatcher {
       this.scanAllOrgs = false;
       for (const id of await orgsBehind(this.ctx, ORG_SCAN_LIMIT)) orgs.add(id);
     }
-    for (const orgId of orgs) {
-      if (this.stopped) return;
-      const { subscriptionIds, more } = await fanOutOrg(this.ctx, orgId, FAN_OUT_BATCH);
+    if (orgs.size === 0 || this.stopped) return;
+    // One transaction for every org of this round: one commit however many orgs had events.
+    const results = await inTransaction(this.ctx.db, async (tx) => {
+      const out: [string, FanOutResult][] = [];
+      for (const orgId of orgs) out.push([orgId, await fanOutOrg(this.ctx, tx, orgId, FAN_OUT_BATCH)]);
+      return out;
+    });
+    for (const [orgId, { subscriptionIds, more }] of results) {
       for (const id of subscriptionIds) this.dirtySubs.add(id);
       if (more) {
         this.pendingOrgs.add(orgId);
@@ -170,33 +195,88 @@ export class Dispatcher {
     }
   }
 
+  /**
+   * Subscriptions to claim for in this round, with their URL and secrets. Active subscriptions are
+   * reloaded on every poll (so a disable, rotation or new URL made elsewhere applies within one poll
+   * interval); between polls, only subscriptions never seen before are read.
+   */
   private async candidateSubscriptions(): Promise<WebhookSubscriptionTable[]> {
     const query = this.ctx.db.db.selectFrom('webhook_subscriptions').selectAll().where('status', '=', 'active');
     if (this.allSubsDirty) {
       this.allSubsDirty = false;
       this.dirtySubs.clear();
-      return query.execute();
+      const rows = await query.execute();
+      this.subscriptions.clear();
+      for (const row of rows) this.subscriptions.set(row.id, row);
+      return rows;
     }
     if (this.dirtySubs.size === 0) return [];
     const ids = [...this.dirtySubs];
     this.dirtySubs.clear();
-    return query.where('id', 'in', ids).execute();
+    const unknown = ids.filter((id) => !this.subscriptions.has(id));
+    if (unknown.length > 0) for (const row of await query.where('id', 'in', unknown).execute()) this.subscriptions.set(row.id, row);
+    return ids.flatMap((id) => this.subscriptions.get(id) ?? []);
   }
 
+  private held(subId: string): number {
+    return (this.inFlightBySub.get(subId) ?? 0) + (this.buffers.get(subId)?.length ?? 0);
+  }
+
+  /**
+   * Claims for each candidate subscription enough deliveries to keep its in-flight slots busy plus
+   * one slot-load in reserve, so a finishing request starts the next one without a database round
+   * trip. It claims again only when the reserve is used up, in batches rather than one by one.
+   */
   private async claimAndSend(): Promise<void> {
     const subs = await this.candidateSubscriptions();
+    if (subs.length === 0 || this.stopped) return;
+    const depth = 2 * this.perSubscription;
+    const wanted: [WebhookSubscriptionTable, number][] = [];
+    let budget = 2 * this.maxInFlight - this.totalHeld;
     for (const sub of subs) {
-      const globalRoom = this.maxInFlight - this.inFlight;
-      if (this.stopped || globalRoom <= 0) {
-        // Out of global capacity: try this one again when any request finishes.
-        this.dirtySubs.add(sub.id);
+      const held = this.held(sub.id);
+      const room = Math.min(depth - held, budget);
+      if (room <= 0 || (held > 0 && room < this.perSubscription)) {
+        this.saturated.add(sub.id); // claimed again once its reserve runs low
         continue;
       }
-      const room = Math.min(this.perSubscription - (this.inFlightBySub.get(sub.id) ?? 0), globalRoom);
-      if (room <= 0) continue; // its own requests finishing will mark it dirty again
-      const claimed = await claimDueDeliveries(this.ctx, sub.id, room, this.workerId, this.leaseMs);
-      for (const delivery of claimed) void this.deliver(sub, delivery);
+      wanted.push([sub, room]);
+      budget -= room;
     }
+    if (wanted.length === 0) return;
+    // All claims of the round in one transaction (one commit); sending starts only once it committed.
+    const claims = await inTransaction(this.ctx.db, async (tx) => {
+      const out: ClaimedDelivery[][] = [];
+      for (const [sub, room] of wanted) out.push(await claimDueDeliveries(tx, sub.id, room, this.workerId, this.leaseMs));
+      return out;
+    });
+    wanted.forEach(([sub, room], i) => {
+      const claimed = claims[i]!;
+      // A full claim means more may be due. A partial one emptied the due queue; new work then
+      // arrives through fan-out, a retry timer or the poll.
+      if (claimed.length === room) this.saturated.add(sub.id);
+      else this.saturated.delete(sub.id);
+      if (claimed.length === 0) return;
+      const buffer = this.buffers.get(sub.id) ?? [];
+      buffer.push(...claimed);
+      this.buffers.set(sub.id, buffer);
+      this.totalHeld += claimed.length;
+      this.startSends(sub);
+    });
+  }
+
+  /** Starts buffered deliveries of a subscription while it and the process have free slots. */
+  private startSends(sub: WebhookSubscriptionTable): void {
+    const buffer = this.buffers.get(sub.id);
+    while (buffer && buffer.length > 0 && !this.stopped) {
+      if ((this.inFlightBySub.get(sub.id) ?? 0) >= this.perSubscription) return;
+      if (this.inFlight >= this.maxInFlight) {
+        this.blocked.add(sub.id);
+        return;
+      }
+      void this.deliver(sub, buffer.shift()!);
+    }
+    if (buffer && buffer.length === 0) this.buffers.delete(sub.id);
   }
 
   private async deliver(sub: WebhookSubscriptionTable, delivery: ClaimedDelivery): Promise<void> {
@@ -233,29 +313,60 @@ export class Dispatcher {
     }
     this.outcomes.push({ delivery, startedAt, result, interrupted: this.interrupt.signal.aborted && result.error === 'interrupted: worker stopping' });
     this.inFlight--;
+    this.totalHeld--;
     const left = (this.inFlightBySub.get(sub.id) ?? 1) - 1;
     if (left === 0) this.inFlightBySub.delete(sub.id);
     else this.inFlightBySub.set(sub.id, left);
-    this.dirtySubs.add(sub.id);
     this.flush();
     if (this.inFlight === 0 && this.idleWaiters.length > 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
       for (const w of waiters) w();
     }
-    this.wake();
+    this.startSends(sub);
+    for (const id of [...this.blocked]) {
+      if (this.inFlight >= this.maxInFlight) break;
+      this.blocked.delete(id);
+      const other = this.subscriptions.get(id);
+      if (other) this.startSends(other);
+    }
+    if (this.saturated.has(sub.id) && this.held(sub.id) <= this.perSubscription) {
+      this.dirtySubs.add(sub.id);
+      this.wake();
+    }
+  }
+
+  /** On stop: deliveries claimed but never started go back to the queue at once, not after the lease. */
+  private async releaseBuffered(): Promise<void> {
+    const ids = [...this.buffers.values()].flat().map((d) => d.id);
+    this.buffers.clear();
+    for (let i = 0; i < ids.length; i += 500) {
+      await this.ctx.db.db
+        .updateTable('webhook_deliveries')
+        .set({ claimed_until: null, claimed_by: null })
+        .where('id', 'in', ids.slice(i, i + 500))
+        .where('claimed_by', '=', this.workerId)
+        .execute()
+        .catch((err) => this.log.warn(describeError(err), 'releasing claimed deliveries failed; their lease will expire'));
+    }
   }
 
   /** Writes finished attempts in batches: one transaction for everything that finished meanwhile. */
   private flush(): void {
     if (this.flushing) return;
     this.flushing = (async () => {
+      // A short gather window: responses finishing within it share one transaction (one commit
+      // per batch rather than per attempt). It delays only the bookkeeping, never a send.
+      await new Promise((r) => setTimeout(r, FLUSH_GATHER_MS));
       while (this.outcomes.length > 0) {
         const batch = this.outcomes.splice(0, OUTCOME_BATCH);
         try {
           const effects = await recordOutcomes(this.ctx, batch, this.workerId);
           for (const { subscriptionId, delayMs } of effects.retries) this.scheduleRetryWake(subscriptionId, delayMs);
-          for (const id of effects.disabledSubscriptions) this.log.warn({ subscriptionId: id }, 'webhook subscription disabled');
+          for (const id of effects.disabledSubscriptions) {
+            this.subscriptions.delete(id);
+            this.log.warn({ subscriptionId: id }, 'webhook subscription disabled');
+          }
         } catch (err) {
           this.log.error(describeError(err), 'recording webhook attempts failed; will retry');
           this.outcomes.unshift(...batch);

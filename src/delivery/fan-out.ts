@@ -1,5 +1,5 @@
 import type { AppContext } from '../context.js';
-import { inTransaction, type Tx } from '../db/connect.js';
+import type { Tx } from '../db/connect.js';
 import type { WebhookDeliveryTable } from '../db/types.js';
 import { findOrgScope } from '../domain/orgs/scope.js';
 import { newId, nowIso } from '../domain/shared/ids.js';
@@ -53,65 +53,63 @@ export interface FanOutResult {
 
 /**
  * Turns the next committed events of one org into one delivery per subscription that wants them,
- * and advances the org's cursor, in one transaction: a crash leaves either both or neither.
+ * and advances the org's cursor, in the caller's transaction: a crash leaves either both or neither.
  * Events are read by (org_id, stream_offset), the gap-free per-org order, never by a global order
  * that could commit out of sequence.
  */
-export async function fanOutOrg(ctx: AppContext, orgId: string, batchSize: number): Promise<FanOutResult> {
-  const scope = await findOrgScope(ctx.db, orgId);
-  return inTransaction(ctx.db, async (tx) => {
-    const subscriptionIds = new Set<string>();
-    const offset = await lockCursor(tx, orgId);
-    if (offset === null) return { subscriptionIds, more: false };
-    const events = await tx.db
-      .selectFrom('events')
-      .select(['id', 'stream_offset', 'event_type', 'created_at'])
-      .where('org_id', '=', orgId)
-      .where('stream_offset', '>', offset)
-      .orderBy('stream_offset')
-      .limit(batchSize)
-      .execute();
-    if (events.length === 0) return { subscriptionIds, more: false };
-    const subscriptions = scope ? await activeSubscriptionsInTree(tx.db, scope) : [];
-    const now = nowIso();
-    const rows: WebhookDeliveryTable[] = [];
-    for (const event of events) {
-      for (const sub of subscriptions) {
-        if (!subscriptionWants(sub, orgId, event.event_type, event.created_at)) continue;
-        subscriptionIds.add(sub.id);
-        rows.push({
-          id: newId(),
-          subscription_id: sub.id,
-          org_id: orgId,
-          event_id: event.id,
-          event_type: event.event_type,
-          payload: null,
-          status: 'pending',
-          attempt_count: 0,
-          next_attempt_at: now,
-          claimed_until: null,
-          claimed_by: null,
-          last_response_code: null,
-          last_error: null,
-          created_at: now,
-          updated_at: now,
-          completed_at: null,
-        });
-      }
+export async function fanOutOrg(ctx: AppContext, tx: Tx, orgId: string, batchSize: number): Promise<FanOutResult> {
+  const subscriptionIds = new Set<string>();
+  const offset = await lockCursor(tx, orgId);
+  if (offset === null) return { subscriptionIds, more: false };
+  const events = await tx.db
+    .selectFrom('events')
+    .select(['id', 'stream_offset', 'event_type', 'created_at'])
+    .where('org_id', '=', orgId)
+    .where('stream_offset', '>', offset)
+    .orderBy('stream_offset')
+    .limit(batchSize)
+    .execute();
+  if (events.length === 0) return { subscriptionIds, more: false };
+  const scope = await findOrgScope({ ...ctx.db, db: tx.db }, orgId);
+  const subscriptions = scope ? await activeSubscriptionsInTree(tx.db, scope) : [];
+  const now = nowIso();
+  const rows: WebhookDeliveryTable[] = [];
+  for (const event of events) {
+    for (const sub of subscriptions) {
+      if (!subscriptionWants(sub, orgId, event.event_type, event.created_at)) continue;
+      subscriptionIds.add(sub.id);
+      rows.push({
+        id: newId(),
+        subscription_id: sub.id,
+        org_id: orgId,
+        event_id: event.id,
+        event_type: event.event_type,
+        payload: null,
+        status: 'pending',
+        attempt_count: 0,
+        next_attempt_at: now,
+        claimed_until: null,
+        claimed_by: null,
+        last_response_code: null,
+        last_error: null,
+        created_at: now,
+        updated_at: now,
+        completed_at: null,
+      });
     }
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      // The unique (subscription, event) pair makes a repeated fan-out harmless.
-      await tx.db
-        .insertInto('webhook_deliveries')
-        .values(rows.slice(i, i + INSERT_CHUNK))
-        .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
-        .execute();
-    }
+  }
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    // The unique (subscription, event) pair makes a repeated fan-out harmless.
     await tx.db
-      .updateTable('webhook_cursors')
-      .set({ last_offset: Number(events[events.length - 1]!.stream_offset), updated_at: now })
-      .where('org_id', '=', orgId)
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(i, i + INSERT_CHUNK))
+      .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
       .execute();
-    return { subscriptionIds, more: events.length === batchSize };
-  });
+  }
+  await tx.db
+    .updateTable('webhook_cursors')
+    .set({ last_offset: Number(events[events.length - 1]!.stream_offset), updated_at: now })
+    .where('org_id', '=', orgId)
+    .execute();
+  return { subscriptionIds, more: events.length === batchSize };
 }

@@ -150,7 +150,7 @@ async function main(): Promise<void> {
   // Open loop: declare at a fixed rate whatever the dispatcher does, so a backlog would show.
   while (now() < windowEnd) {
     const due = Math.floor(((now() - started) / 1000) * eventsPerSec);
-    while (declared < due) {
+    while (declared < due && now() < windowEnd) {
       const orgId = orgIds[declared % orgIds.length]!;
       await declareEmergency(ctx, caller, orgId, { description: 'benchmark emergency', metadata: { n: declared } });
       declared++;

@@ -9,7 +9,7 @@ import { signingSecrets } from '../domain/webhooks/schema.js';
 import { signatureHeader } from '../domain/webhooks/signing.js';
 import { type ClaimedDelivery, claimDueDeliveries } from './claims.js';
 import { type FanOutResult, fanOutOrg, orgsBehind } from './fan-out.js';
-import { DEFAULT_REQUEST_TIMEOUT_MS, type SendResult, WebhookSender } from './http-sender.js';
+import { type SendResult, WebhookSender } from './http-sender.js';
 import { type DeliveryLogger, describeError, silentLogger } from './log.js';
 import { type AttemptOutcome, recordOutcomes } from './outcomes.js';
 
@@ -88,7 +88,7 @@ export class Dispatcher {
     private readonly ctx: AppContext,
     options: DispatcherOptions = {},
   ) {
-    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.requestTimeoutMs = options.requestTimeoutMs ?? ctx.config.WEBHOOK_TIMEOUT_SECONDS * 1000;
     // A claimed delivery may wait for one batch of its subscription's requests before its own starts.
     this.leaseMs = options.leaseMs ?? 2 * this.requestTimeoutMs + 15_000;
     if (this.leaseMs <= this.requestTimeoutMs) throw new Error('The delivery lease must be longer than the request timeout.');

@@ -49,8 +49,11 @@ export async function startServer(config: Config, existing?: AppContext, options
     async stop() {
       if (stopped) return;
       stopped = true;
+      // Stop accepting at once (in-flight requests finish; new ones get 503) while device sockets are
+      // closed with a reconnect hint and claimed webhook deliveries are handed back.
+      const closing = app.close();
       for (const stopper of stoppers.reverse()) await stopper();
-      await app.close();
+      await closing;
       if (!existing) await ctx.db.close();
     },
   };

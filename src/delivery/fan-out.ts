@@ -57,6 +57,28 @@ export interface FanOutResult {
  * Events are read by (org_id, stream_offset), the gap-free per-org order, never by a global order
  * that could commit out of sequence.
  */
+/** A delivery of `event` to one subscription, due now: what fan-out and replay both queue. */
+export function pendingDelivery(subscriptionId: string, orgId: string, event: { id: string; event_type: string }, now: string): WebhookDeliveryTable {
+  return {
+    id: newId(),
+    subscription_id: subscriptionId,
+    org_id: orgId,
+    event_id: event.id,
+    event_type: event.event_type,
+    payload: null,
+    status: 'pending',
+    attempt_count: 0,
+    next_attempt_at: now,
+    claimed_until: null,
+    claimed_by: null,
+    last_response_code: null,
+    last_error: null,
+    created_at: now,
+    updated_at: now,
+    completed_at: null,
+  };
+}
+
 export async function fanOutOrg(ctx: AppContext, tx: Tx, orgId: string, batchSize: number): Promise<FanOutResult> {
   const subscriptionIds = new Set<string>();
   const offset = await lockCursor(tx, orgId);
@@ -78,24 +100,7 @@ export async function fanOutOrg(ctx: AppContext, tx: Tx, orgId: string, batchSiz
     for (const sub of subscriptions) {
       if (!subscriptionWants(sub, orgId, event.event_type, event.created_at)) continue;
       subscriptionIds.add(sub.id);
-      rows.push({
-        id: newId(),
-        subscription_id: sub.id,
-        org_id: orgId,
-        event_id: event.id,
-        event_type: event.event_type,
-        payload: null,
-        status: 'pending',
-        attempt_count: 0,
-        next_attempt_at: now,
-        claimed_until: null,
-        claimed_by: null,
-        last_response_code: null,
-        last_error: null,
-        created_at: now,
-        updated_at: now,
-        completed_at: null,
-      });
+      rows.push(pendingDelivery(sub.id, orgId, event, now));
     }
   }
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {

@@ -3,11 +3,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { resolve } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { loadConfig } from '../../src/config.js';
 import type { DispatcherOptions } from '../../src/delivery/dispatcher.js';
-import { startServer } from '../../src/server.js';
-import { freshDatabaseUrl } from '../helpers/db.js';
-import type { TestServer } from '../helpers/server.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 
 export interface ReceivedRequest {
   path: string;
@@ -86,27 +83,7 @@ export const FAST_DISPATCHER: DispatcherOptions = { requestTimeoutMs: 1500, leas
 export async function startDeliveryServer(
   options: { dispatcher?: DispatcherOptions | false; env?: Record<string, string> } = {},
 ): Promise<TestServer> {
-  const database = freshDatabaseUrl();
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
-    WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
-    WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2',
-    DATABASE_URL: database.url,
-    ...options.env,
-  });
-  const server = await startServer(config, undefined, { dispatcher: options.dispatcher ?? FAST_DISPATCHER });
-  return {
-    ...server,
-    base: `${server.url}/api/public/v1`,
-    config,
-    databaseUrl: database.url,
-    async close() {
-      await server.stop();
-      await database.drop();
-    },
-  };
+  return startTestServer({ WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2', ...options.env }, { dispatcher: options.dispatcher ?? FAST_DISPATCHER });
 }
 
 export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {

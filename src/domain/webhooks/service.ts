@@ -1,4 +1,5 @@
 import type { AppContext } from '../../context.js';
+import { pendingDelivery } from '../../delivery/fan-out.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { WebhookSubscriptionTable } from '../../db/types.js';
 import type { Caller } from '../access/principal.js';
@@ -253,24 +254,7 @@ export async function replayDeliveries(
         // Same (subscription, event) pair as the original delivery: its eventId, hence its webhook-id, is unchanged.
         await tx.db
           .insertInto('webhook_deliveries')
-          .values({
-            id: newId(),
-            subscription_id: row.id,
-            org_id: orgId,
-            event_id: event.id,
-            event_type: event.event_type,
-            payload: null,
-            status: 'pending',
-            attempt_count: 0,
-            next_attempt_at: now,
-            claimed_until: null,
-            claimed_by: null,
-            last_response_code: null,
-            last_error: null,
-            created_at: now,
-            updated_at: now,
-            completed_at: null,
-          })
+          .values(pendingDelivery(row.id, orgId, event, now))
           .onConflict((oc) =>
             oc.columns(['subscription_id', 'event_id']).doUpdateSet({
               status: 'pending',

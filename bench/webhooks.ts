@@ -96,6 +96,7 @@ async function main(): Promise<void> {
   const { createSubscription } = await import('../src/domain/webhooks/service.js');
   const { declareEmergency } = await import('../src/domain/emergencies/service.js');
   const { Dispatcher } = await import('../src/delivery/dispatcher.js');
+  const { jsonLogger } = await import('../src/delivery/log.js');
 
   const pg = /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? '');
   const dir = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
@@ -136,7 +137,7 @@ async function main(): Promise<void> {
     }
   });
 
-  const dispatcher = new Dispatcher(ctx, {});
+  const dispatcher = new Dispatcher(ctx, { logger: jsonLogger(process.env.BENCH_LOG_LEVEL ?? 'error') });
   dispatcher.start();
   const caller = operatorCaller('bench');
   const started = now();
@@ -162,12 +163,18 @@ async function main(): Promise<void> {
   const cpu = process.cpuUsage(cpuAtStart);
   const cpuShare = (cpu.user + cpu.system) / 1000 / (now() - started);
   const expected = declared * subscriptionCount;
-  const drainDeadline = now() + 60_000;
+  const drainDeadline = now() + Number(process.env.DRAIN_SECONDS ?? 60) * 1000;
   while (latencies.length < expected && now() < drainDeadline) await new Promise((r) => setTimeout(r, 100));
   const drainedAfter = (now() - windowEnd) / 1000;
+  if (latencies.length < expected) process.stderr.write(`not drained: ${JSON.stringify(dispatcher.stats())}\n`);
   clearInterval(progress);
   await dispatcher.stop();
 
+  const queue = await ctx.db.db
+    .selectFrom('webhook_deliveries')
+    .select(['status', (eb) => eb.fn.countAll<number>().as('n'), (eb) => eb.fn.count<number>('claimed_by').as('claimed')])
+    .groupBy('status')
+    .execute();
   const failures = await ctx.db.db
     .selectFrom('webhook_attempts')
     .select(['error', 'response_code', (eb) => eb.fn.countAll<number>().as('n')])
@@ -194,6 +201,7 @@ async function main(): Promise<void> {
       p99: Number(percentile(sorted, 99).toFixed(1)),
       max: Number((sorted[sorted.length - 1] ?? NaN).toFixed(1)),
     },
+    deliveriesByStatus: Object.fromEntries(queue.map((q) => [q.status, { count: Number(q.n), claimed: Number(q.claimed) }])),
     failedAttempts: failures.map((f) => ({ error: f.error, responseCode: f.response_code, count: Number(f.n) })),
     baselineBarePostsPerSecond: Math.round(baseline),
     ratioToBaseline: Number((rate / baseline).toFixed(2)),

@@ -7,7 +7,7 @@ import type { WebhookSubscriptionTable } from '../db/types.js';
 import { nowIso } from '../domain/shared/ids.js';
 import { signingSecrets } from '../domain/webhooks/schema.js';
 import { signatureHeader } from '../domain/webhooks/signing.js';
-import { type ClaimedDelivery, claimDueDeliveries } from './claims.js';
+import { attachBodies, type ClaimedDelivery, claimDueDeliveries } from './claims.js';
 import { type FanOutResult, fanOutOrg, orgsBehind } from './fan-out.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, type SendResult, WebhookSender } from './http-sender.js';
 import { type DeliveryLogger, describeError, silentLogger } from './log.js';
@@ -251,7 +251,8 @@ export class Dispatcher {
     // All claims of the round in one transaction (one commit); sending starts only once it committed.
     // The budget shrinks by what each claim actually returned, not by what it asked for.
     const claims = await inTransaction(this.ctx.db, async (tx) => {
-      const out: [WebhookSubscriptionTable, number, ClaimedDelivery[]][] = [];
+      const out: [WebhookSubscriptionTable, number][] = [];
+      const rows: Awaited<ReturnType<typeof claimDueDeliveries>>[] = [];
       let budget = 2 * this.maxInFlight - this.totalHeld;
       for (const sub of subs) {
         const held = this.held(sub.id);
@@ -263,9 +264,11 @@ export class Dispatcher {
         }
         const claimed = await claimDueDeliveries(tx, sub.id, room, this.workerId, this.leaseMs);
         budget -= claimed.length;
-        out.push([sub, room, claimed]);
+        out.push([sub, room]);
+        rows.push(claimed);
       }
-      return out;
+      const withBodies = await attachBodies(tx, rows);
+      return out.map(([sub, room], i) => [sub, room, withBodies[i]!] as const);
     });
     for (const [sub, room, claimed] of claims) {
       // A full claim means more may be due. A partial one emptied the due queue; new work then

@@ -2,7 +2,9 @@ import { sql } from 'kysely';
 import type { Tx } from '../db/connect.js';
 import type { WebhookDeliveryTable } from '../db/types.js';
 
-export type ClaimedDelivery = Pick<WebhookDeliveryTable, 'id' | 'subscription_id' | 'org_id' | 'event_id' | 'event_type' | 'attempt_count'> & {
+type ClaimedRow = Pick<WebhookDeliveryTable, 'id' | 'subscription_id' | 'org_id' | 'event_id' | 'event_type' | 'attempt_count' | 'payload'>;
+
+export type ClaimedDelivery = Omit<ClaimedRow, 'payload'> & {
   /** The signed body; null when the event row is gone (retention), which fails the delivery. */
   body: string | null;
 };
@@ -12,19 +14,13 @@ export type ClaimedDelivery = Pick<WebhookDeliveryTable, 'id' | 'subscription_id
  * On PostgreSQL the candidate rows are locked with SKIP LOCKED, so concurrent workers claim disjoint
  * sets without waiting on each other; a row stays unavailable until its lease expires, which is
  * how the deliveries of a worker that died are picked up again. SQLite has one writer at a time.
+ * Bodies are attached afterwards by `attachBodies`, once for every claim of a round.
  */
-export async function claimDueDeliveries(
-  tx: Tx,
-  subscriptionId: string,
-  limit: number,
-  workerId: string,
-  leaseMs: number,
-): Promise<ClaimedDelivery[]> {
+export async function claimDueDeliveries(tx: Tx, subscriptionId: string, limit: number, workerId: string, leaseMs: number): Promise<ClaimedRow[]> {
   const nowMs = Date.now();
   const now = new Date(nowMs).toISOString();
   const until = new Date(nowMs + leaseMs).toISOString();
-  const db = tx.db;
-  const claimed = await db
+  return tx.db
     .updateTable('webhook_deliveries')
     .set({ claimed_until: until, claimed_by: workerId })
     .where('id', 'in', (eb) => {
@@ -42,19 +38,25 @@ export async function claimDueDeliveries(
     })
     .returning(['id', 'subscription_id', 'org_id', 'event_id', 'event_type', 'attempt_count', 'payload'])
     .execute();
-  if (claimed.length === 0) return [];
-  const needBodies = claimed.filter((d) => d.payload === null && d.org_id !== null);
+}
+
+const BODY_QUERY_CHUNK = 500;
+
+/** Reads the envelopes (the event rows' payload) of claimed deliveries, in as few queries as possible. */
+export async function attachBodies(tx: Tx, claimed: ClaimedRow[][]): Promise<ClaimedDelivery[][]> {
+  const needed = claimed.flat().filter((d) => d.payload === null && d.org_id !== null);
   const bodies = new Map<string, string>();
-  if (needBodies.length > 0) {
+  const orgOf = new Map(needed.map((d) => [d.event_id, d.org_id]));
+  const ids = [...orgOf.keys()];
+  for (let i = 0; i < ids.length; i += BODY_QUERY_CHUNK) {
     // Looked up by primary key alone: with an `org_id in (...)` condition SQLite prefers the
     // (org_id, stream_offset) index and walks every event of those orgs. The org is checked below.
-    const orgOf = new Map(needBodies.map((d) => [d.event_id, d.org_id]));
-    const rows = await db
+    const rows = await tx.db
       .selectFrom('events')
       .select(['id', 'org_id', 'payload'])
-      .where('id', 'in', needBodies.map((d) => d.event_id))
+      .where('id', 'in', ids.slice(i, i + BODY_QUERY_CHUNK))
       .execute();
     for (const row of rows) if (orgOf.get(row.id) === row.org_id) bodies.set(row.id, row.payload);
   }
-  return claimed.map(({ payload, ...d }) => ({ ...d, body: payload ?? bodies.get(d.event_id) ?? null }));
+  return claimed.map((rows) => rows.map(({ payload, ...d }) => ({ ...d, body: payload ?? bodies.get(d.event_id) ?? null })));
 }

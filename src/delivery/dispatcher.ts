@@ -7,7 +7,7 @@ import type { WebhookSubscriptionTable } from '../db/types.js';
 import { nowIso } from '../domain/shared/ids.js';
 import { signingSecrets } from '../domain/webhooks/schema.js';
 import { signatureHeader } from '../domain/webhooks/signing.js';
-import { type ClaimedDelivery, claimDueDeliveries } from './claims.js';
+import { attachBodies, type ClaimedDelivery, claimDueDeliveries } from './claims.js';
 import { type FanOutResult, fanOutOrg, orgsBehind } from './fan-out.js';
 import { type SendResult, WebhookSender } from './http-sender.js';
 import { type DeliveryLogger, describeError, silentLogger } from './log.js';
@@ -75,6 +75,7 @@ export class Dispatcher {
   private readonly blocked = new Set<string>();
   /** In flight plus buffered. */
   private totalHeld = 0;
+  private roundRobin = 0;
   private inFlight = 0;
   private idleWaiters: (() => void)[] = [];
 
@@ -140,6 +141,13 @@ export class Dispatcher {
       if (this.outcomes.length > 0 && !this.flushing) break; // the database is unreachable: leases will expire
     }
     await this.sender.close();
+  }
+
+  /** Requests in flight and deliveries claimed but not started, in this process. */
+  stats(): { inFlight: number; buffered: number; held: number } {
+    let buffered = 0;
+    for (const b of this.buffers.values()) buffered += b.length;
+    return { inFlight: this.inFlight, buffered, held: this.totalHeld };
   }
 
   private wake(): void {
@@ -228,41 +236,52 @@ export class Dispatcher {
    * trip. It claims again only when the reserve is used up, in batches rather than one by one.
    */
   private async claimAndSend(): Promise<void> {
-    const subs = await this.candidateSubscriptions();
-    if (subs.length === 0 || this.stopped) return;
-    const depth = 2 * this.perSubscription;
-    const wanted: [WebhookSubscriptionTable, number][] = [];
-    let budget = 2 * this.maxInFlight - this.totalHeld;
-    for (const sub of subs) {
-      const held = this.held(sub.id);
-      const room = Math.min(depth - held, budget);
-      if (room <= 0 || (held > 0 && room < this.perSubscription)) {
-        this.saturated.add(sub.id); // claimed again once its reserve runs low
-        continue;
-      }
-      wanted.push([sub, room]);
-      budget -= room;
+    const candidates = await this.candidateSubscriptions();
+    if (candidates.length === 0 || this.stopped) return;
+    // Start at a different subscription each round so that, when the process-wide budget runs out,
+    // the same subscriptions are not always the ones served first.
+    if (2 * this.maxInFlight - this.totalHeld <= 0) {
+      // No room in this process: try them all again as requests finish.
+      for (const sub of candidates) this.dirtySubs.add(sub.id);
+      return;
     }
-    if (wanted.length === 0) return;
+    const offset = this.roundRobin++ % candidates.length;
+    const subs = [...candidates.slice(offset), ...candidates.slice(0, offset)];
+    const depth = 2 * this.perSubscription;
     // All claims of the round in one transaction (one commit); sending starts only once it committed.
+    // The budget shrinks by what each claim actually returned, not by what it asked for.
     const claims = await inTransaction(this.ctx.db, async (tx) => {
-      const out: ClaimedDelivery[][] = [];
-      for (const [sub, room] of wanted) out.push(await claimDueDeliveries(tx, sub.id, room, this.workerId, this.leaseMs));
-      return out;
+      const out: [WebhookSubscriptionTable, number][] = [];
+      const rows: Awaited<ReturnType<typeof claimDueDeliveries>>[] = [];
+      let budget = 2 * this.maxInFlight - this.totalHeld;
+      for (const sub of subs) {
+        const held = this.held(sub.id);
+        const room = Math.min(depth - held, budget);
+        if (room <= 0 || (held > 0 && room < this.perSubscription)) {
+          this.saturated.add(sub.id); // claimed again once its reserve runs low
+          if (budget <= 0) this.dirtySubs.add(sub.id); // and, if the budget ran out, at the next round
+          continue;
+        }
+        const claimed = await claimDueDeliveries(tx, sub.id, room, this.workerId, this.leaseMs);
+        budget -= claimed.length;
+        out.push([sub, room]);
+        rows.push(claimed);
+      }
+      const withBodies = await attachBodies(tx, rows);
+      return out.map(([sub, room], i) => [sub, room, withBodies[i]!] as const);
     });
-    wanted.forEach(([sub, room], i) => {
-      const claimed = claims[i]!;
+    for (const [sub, room, claimed] of claims) {
       // A full claim means more may be due. A partial one emptied the due queue; new work then
       // arrives through fan-out, a retry timer or the poll.
       if (claimed.length === room) this.saturated.add(sub.id);
       else this.saturated.delete(sub.id);
-      if (claimed.length === 0) return;
+      if (claimed.length === 0) continue;
       const buffer = this.buffers.get(sub.id) ?? [];
       buffer.push(...claimed);
       this.buffers.set(sub.id, buffer);
       this.totalHeld += claimed.length;
       this.startSends(sub);
-    });
+    }
   }
 
   /** Starts buffered deliveries of a subscription while it and the process have free slots. */
@@ -331,10 +350,9 @@ export class Dispatcher {
       const other = this.subscriptions.get(id);
       if (other) this.startSends(other);
     }
-    if (this.saturated.has(sub.id) && this.held(sub.id) <= this.perSubscription) {
-      this.dirtySubs.add(sub.id);
-      this.wake();
-    }
+    if (this.saturated.has(sub.id) && this.held(sub.id) <= this.perSubscription) this.dirtySubs.add(sub.id);
+    // Also subscriptions left waiting when the process-wide budget ran out.
+    if (this.dirtySubs.size > 0) this.wake();
   }
 
   /** On stop: deliveries claimed but never started go back to the queue at once, not after the lease. */

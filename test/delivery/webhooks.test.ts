@@ -260,3 +260,31 @@ describe('webhook delivery', () => {
     assert.equal(log.items[0]!.eventType, 'webhook.ping');
   });
 });
+
+describe('webhook delivery with more subscriptions than process-wide slots', () => {
+  let server: TestServer;
+  let receiver: Receiver;
+  before(async () => {
+    server = await startDeliveryServer({ dispatcher: { requestTimeoutMs: 1500, leaseMs: 3000, pollIntervalMs: 200, maxInFlight: 2, perSubscriptionConcurrency: 1 } });
+    receiver = await startReceiver();
+  });
+  after(async () => {
+    await server.close();
+    await receiver.close();
+  });
+
+  it('serves every subscription, not only the first ones', async () => {
+    const org = await createOrgTree(server.ctx);
+    const subs = [];
+    for (let i = 0; i < 6; i++) {
+      subs.push(await createSubscription(server.ctx, operatorCaller(), { subjectType: 'org', subjectId: org.orgId, url: `${receiver.url}/many-${i}` }));
+    }
+    const { key } = await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId });
+    const api = client(server.base, key);
+    for (let i = 0; i < 5; i++) assert.equal((await api.post(`/orgs/${org.orgId}/emergencies`, { description: `burst ${i}` })).status, 201);
+    for (const [i, sub] of subs.entries()) {
+      await waitFor(`deliveries of subscription ${i}`, () => new Set(receiver.forPath(`/many-${i}`).map((r) => r.headers['webhook-id'])).size === 5);
+      receiver.forPath(`/many-${i}`).forEach((r) => verify(sub.secret, r));
+    }
+  });
+});

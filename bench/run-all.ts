@@ -45,10 +45,29 @@ const started = Date.now();
 const load = loadavg()[0]!.toFixed(2);
 
 const postgres = await choosePostgres();
-const databases: Database[] = values.db ? (values.db.split(',') as Database[]) : ['sqlite', ...(postgres.url ? (['postgres'] as const) : [])];
+const databases: Database[] = values.db ? (values.db.split(',') as Database[]) : ['sqlite', 'postgres'];
 console.log(`benchmark suite: ${selected.map((s) => s.id).join(', ')} on ${databases.join(' and ')}; ${duration} s per measurement${quick ? ' (quick)' : ''}`);
 console.log(`machine: ${cpus().length} cores, load average ${load}; node ${process.version}; logs in ${runDir}`);
 if (!postgres.url) console.log(`PostgreSQL: skipped (${postgres.note})`);
+
+// Interrupted (Ctrl-C, a CI time limit): take the running scenario's process group down with us.
+let current: { pid: number; schema: string | null } | null = null;
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, async () => {
+    interrupted = true;
+    console.log(`\n${signal}: stopping`);
+    const running = current;
+    if (running) {
+      killGroup(running.pid, 'SIGTERM');
+      await new Promise((r) => setTimeout(r, 2_000));
+      killGroup(running.pid, 'SIGKILL');
+      if (running.schema) await cleanUpSchemas(running.schema, running.pid);
+    }
+    rmSync(runDir, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
 
 const rows: Row[] = [];
 interface Run {
@@ -174,6 +193,7 @@ async function runScenario(scenario: Scenario, o: RunOptions): Promise<Run> {
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  current = { pid: child.pid!, schema: o.database === 'postgres' ? schema : null };
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString('utf8');
     log.write(chunk);
@@ -187,6 +207,8 @@ async function runScenario(scenario: Scenario, o: RunOptions): Promise<Run> {
   }, scenario.timeoutSeconds(o) * 1000);
   const exitCode = await new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   clearTimeout(limit);
+  if (interrupted) await new Promise(() => {}); // the signal handler cleans up and exits
+  current = null;
   killGroup(child.pid!, 'SIGKILL'); // servers a crashed scenario left behind
   await new Promise((resolve) => log.end(resolve));
   const seconds = Math.round((Date.now() - t0) / 1000);

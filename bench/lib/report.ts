@@ -70,7 +70,7 @@ export function formatTarget(row: Row): string {
   const t = row.target;
   if (!t) return '—';
   const op = t.op === '>=' ? '≥' : '<';
-  return t.on === 'ratio' ? `${op} ${t.threshold}×` : `${op} ${formatNumber(t.threshold, row.unit)}`;
+  return t.on === 'ratio' ? `${op} ${t.threshold}×` : `${op} ${t.threshold.toLocaleString('en-US')} ${row.unit}`;
 }
 
 export function formatRatio(ratio: number | null): string {

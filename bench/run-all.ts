@@ -45,7 +45,8 @@ const started = Date.now();
 const load = loadavg()[0]!.toFixed(2);
 
 const postgres = await choosePostgres();
-const databases: Database[] = values.db ? (values.db.split(',') as Database[]) : ['sqlite', 'postgres'];
+const databases = (values.db ?? 'sqlite,postgres').split(',').map((d) => d.trim()) as Database[];
+if (databases.some((d) => d !== 'sqlite' && d !== 'postgres')) throw new Error('--db takes sqlite, postgres or both (comma-separated)');
 console.log(`benchmark suite: ${selected.map((s) => s.id).join(', ')} on ${databases.join(' and ')}; ${duration} s per measurement${quick ? ' (quick)' : ''}`);
 console.log(`machine: ${cpus().length} cores, load average ${load}; node ${process.version}; logs in ${runDir}`);
 if (!postgres.url) console.log(`PostgreSQL: skipped (${postgres.note})`);

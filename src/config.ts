@@ -28,6 +28,8 @@ const configSchema = z.object({
   MESSAGE_DEDUPE_WINDOW_SECONDS: z.coerce.number().int().min(0).max(7 * 24 * 3600).default(600),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag,
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 36000]),
+  /** A webhook attempt succeeds on a 2xx within this time; a claimed delivery's lease is 2× this + 15 s. */
+  WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(120).default(15),
   RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -5,6 +5,7 @@ import type { AppContext } from './context.js';
 import { migrateToLatest } from './db/migrate.js';
 import { startPgEventListener } from './domain/events/pg-listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
+import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -14,16 +15,18 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** Internal timing knobs (not configuration): tests shorten heartbeats with them. */
-export interface ServerTuning {
+/** Internal knobs (not configuration): tests shorten timings with them. */
+export interface ServerOptions {
   devices?: Partial<DeviceGatewayOptions>;
+  /** Webhook dispatcher tuning (tests shorten its timeouts); false runs the server without it. */
+  dispatcher?: DispatcherOptions | false;
 }
 
 /**
  * Starts everything `serve` runs in one process: migrations, then the HTTP server (REST, tool
  * server, device gateway) and the background workers. `stop` shuts them down in reverse order.
  */
-export async function startServer(config: Config, existing?: AppContext, tuning: ServerTuning = {}): Promise<RunningServer> {
+export async function startServer(config: Config, existing?: AppContext, options: ServerOptions = {}): Promise<RunningServer> {
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
   ctx.db.offloadCheckpoints?.();
@@ -31,8 +34,9 @@ export async function startServer(config: Config, existing?: AppContext, tuning:
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
   stoppers.push(startPgEventListener(ctx));
-  const gateway = startDeviceGateway(ctx, app.server, app.log, tuning.devices);
+  const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices);
   stoppers.push(() => gateway.stop());
+  if (options.dispatcher !== false) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
   await app.listen({ port: config.PORT, host: config.HOST });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
@@ -45,8 +49,11 @@ export async function startServer(config: Config, existing?: AppContext, tuning:
     async stop() {
       if (stopped) return;
       stopped = true;
+      // Stop accepting at once (in-flight requests finish; new ones get 503) while device sockets are
+      // closed with a reconnect hint and claimed webhook deliveries are handed back.
+      const closing = app.close();
       for (const stopper of stoppers.reverse()) await stopper();
-      await app.close();
+      await closing;
       if (!existing) await ctx.db.close();
     },
   };

@@ -3,6 +3,8 @@ import { directoryCommands } from './admin-directory.js';
 import { keyCommands } from './admin-keys.js';
 import type { CliCommand } from './command.js';
 import { serveCommands } from './serve.js';
+import { webhookCommands } from './admin-webhooks.js';
+import { workerCommands } from './worker.js';
 
 /** Every command of the `emergency-api` executable, by its words. */
 export const commands: Record<string, CliCommand> = {
@@ -10,4 +12,6 @@ export const commands: Record<string, CliCommand> = {
   ...directoryCommands,
   ...keyCommands,
   ...deviceCommands,
+  ...webhookCommands,
+  ...workerCommands,
 };

@@ -172,6 +172,60 @@ export interface DeviceTable {
   acked_offset: number;
   acked_at: string | null;
 }
+export interface WebhookSubscriptionTable {
+  id: string;
+  subject_type: string;
+  subject_id: string;
+  allowed_org_ids: string | null;
+  url: string;
+  /** JSON array of event types, or null for every type. */
+  event_types: string | null;
+  /** `whsec_...`; kept recoverable because every delivery is signed with it. Never logged or listed. */
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+  status: string;
+  disabled_reason: string | null;
+  /** Start of the current run of failed attempts; cleared by any success. */
+  failing_since: string | null;
+  created_at: string;
+  updated_at: string;
+}
+export interface WebhookCursorTable { org_id: string; last_offset: number; updated_at: string }
+export interface WebhookDeliveryTable {
+  id: string;
+  subscription_id: string;
+  org_id: string | null;
+  event_id: string;
+  event_type: string;
+  payload: string | null;
+  status: string;
+  attempt_count: number;
+  next_attempt_at: string;
+  claimed_until: string | null;
+  claimed_by: string | null;
+  last_response_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+  completed_at: string | null;
+}
+export interface WebhookAttemptTable {
+  id: string;
+  delivery_id: string;
+  subscription_id: string;
+  org_id: string | null;
+  event_id: string;
+  event_type: string;
+  attempt_number: number;
+  started_at: string;
+  duration_ms: number;
+  outcome: string;
+  response_code: number | null;
+  response_body: string | null;
+  error: string | null;
+  worker_id: string;
+}
 
 export interface Database {
   partners: PartnerTable;
@@ -189,4 +243,8 @@ export interface Database {
   attachments: AttachmentTable;
   message_dedupe: MessageDedupeTable;
   devices: DeviceTable;
+  webhook_subscriptions: WebhookSubscriptionTable;
+  webhook_cursors: WebhookCursorTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  webhook_attempts: WebhookAttemptTable;
 }

@@ -28,6 +28,12 @@ export function requireApiKey(keys: KeyAuthenticator, limiter: RateLimiter) {
     }
     enforceRateLimit(limiter, principal.keyId, reply);
     request.principal = principal;
+    // Every later log line of this request (including "request completed") names the key and org;
+    // never the key itself.
+    const orgId = (request.params as { org_id?: unknown } | undefined)?.org_id;
+    const child = request.log.child({ keyId: principal.keyId, ...(typeof orgId === 'string' ? { orgId } : {}) });
+    request.log = child;
+    reply.log = child;
   };
 }
 

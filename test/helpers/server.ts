@@ -5,7 +5,7 @@ import { createApiKey, type KeySpec } from '../../src/domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../../src/domain/orgs/service.js';
 import { createUser } from '../../src/domain/users/service.js';
 import type { AppContext } from '../../src/context.js';
-import { type RunningServer, startServer } from '../../src/server.js';
+import { type RunningServer, type ServerOptions, startServer } from '../../src/server.js';
 import { freshDatabaseUrl } from './db.js';
 
 export interface TestServer extends RunningServer {
@@ -27,10 +27,10 @@ export const TEST_ENV: Record<string, string> = {
 };
 
 /** A real server on a random loopback port, on its own fresh database. */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, options: ServerOptions = {}): Promise<TestServer> {
   const database = freshDatabaseUrl();
   const config = loadConfig({ ...TEST_ENV, DATABASE_URL: database.url, ...env });
-  const server = await startServer(config);
+  const server = await startServer(config, undefined, options);
   return {
     ...server,
     base: `${server.url}/api/public/v1`,

@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as core from './0001_core.js';
 import * as messages from './0002_messages.js';
 import * as devices from './0004_devices.js';
+import * as webhooks from './0005_webhooks.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
   '0001_core': core,
   '0002_messages': messages,
   '0004_devices': devices,
+  '0005_webhooks': webhooks,
 };

@@ -2,7 +2,6 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { ApiKeyTable } from '../../db/types.js';
-import { AppError } from '../../errors.js';
 import type { Caller, Principal, SubjectType } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { newId, nowIso } from '../shared/ids.js';

@@ -1,0 +1,53 @@
+import { createContext } from '../app.js';
+import { loadConfig } from '../config.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { startPgEventListener } from '../domain/events/pg-listener.js';
+import { Dispatcher } from '../delivery/dispatcher.js';
+import { jsonLogger } from '../delivery/log.js';
+import type { CliCommand } from './command.js';
+import { UsageError } from './command.js';
+
+const SHUTDOWN_TIMEOUT_MS = 20_000;
+
+function seconds(value: string | boolean | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new UsageError(`--${flag} must be a positive number of seconds`);
+  return n * 1000;
+}
+
+export const workerCommands: Record<string, CliCommand> = {
+  worker: {
+    usage: '[--lease-seconds S] [--timeout-seconds S] [--poll-seconds S]   webhook delivery worker alone (no HTTP server)',
+    options: { 'lease-seconds': { type: 'string' }, 'timeout-seconds': { type: 'string' }, 'poll-seconds': { type: 'string' } },
+    standalone: true,
+    run: async ({ values }) => {
+      const options = {
+        leaseMs: seconds(values['lease-seconds'], 'lease-seconds'),
+        requestTimeoutMs: seconds(values['timeout-seconds'], 'timeout-seconds'),
+        pollIntervalMs: seconds(values['poll-seconds'], 'poll-seconds'),
+      };
+      const config = loadConfig();
+      const ctx = createContext(config);
+      await migrateToLatest(ctx.db);
+      const logger = jsonLogger(config.LOG_LEVEL);
+      const dispatcher = new Dispatcher(ctx, { ...options, logger });
+      // On PostgreSQL, NOTIFYs from the instances that write events wake this worker at once.
+      const stopListener = startPgEventListener(ctx);
+      dispatcher.start();
+      logger.info({ workerId: dispatcher.workerId, database: ctx.db.describe }, 'webhook worker started');
+      const shutdown = async (signal: string) => {
+        logger.info({ signal }, 'webhook worker stopping');
+        const timer = setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS);
+        timer.unref();
+        await dispatcher.stop();
+        await stopListener();
+        await ctx.db.close();
+        process.exit(0);
+      };
+      process.once('SIGTERM', () => void shutdown('SIGTERM'));
+      process.once('SIGINT', () => void shutdown('SIGINT'));
+      return { status: 'running', workerId: dispatcher.workerId };
+    },
+  },
+};

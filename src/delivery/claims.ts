@@ -1,0 +1,60 @@
+import { sql } from 'kysely';
+import type { Tx } from '../db/connect.js';
+import type { WebhookDeliveryTable } from '../db/types.js';
+
+export type ClaimedDelivery = Pick<WebhookDeliveryTable, 'id' | 'subscription_id' | 'org_id' | 'event_id' | 'event_type' | 'attempt_count'> & {
+  /** The signed body; null when the event row is gone (retention), which fails the delivery. */
+  body: string | null;
+};
+
+/**
+ * Leases up to `limit` due deliveries of one subscription to this worker until `leaseMs` from now.
+ * On PostgreSQL the candidate rows are locked with SKIP LOCKED, so concurrent workers claim disjoint
+ * sets without waiting on each other; a row stays unavailable until its lease expires, which is
+ * how the deliveries of a worker that died are picked up again. SQLite has one writer at a time.
+ */
+export async function claimDueDeliveries(
+  tx: Tx,
+  subscriptionId: string,
+  limit: number,
+  workerId: string,
+  leaseMs: number,
+): Promise<ClaimedDelivery[]> {
+  const nowMs = Date.now();
+  const now = new Date(nowMs).toISOString();
+  const until = new Date(nowMs + leaseMs).toISOString();
+  const db = tx.db;
+  const claimed = await db
+    .updateTable('webhook_deliveries')
+    .set({ claimed_until: until, claimed_by: workerId })
+    .where('id', 'in', (eb) => {
+      const candidates = eb
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('subscription_id', '=', subscriptionId)
+        // A literal, not a parameter: SQLite uses the partial index (status = 'pending') only then.
+        .where('status', '=', sql.lit('pending'))
+        .where('next_attempt_at', '<=', now)
+        .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<=', now)]))
+        .orderBy('next_attempt_at')
+        .limit(limit);
+      return tx.dialect === 'postgres' ? candidates.forUpdate().skipLocked() : candidates;
+    })
+    .returning(['id', 'subscription_id', 'org_id', 'event_id', 'event_type', 'attempt_count', 'payload'])
+    .execute();
+  if (claimed.length === 0) return [];
+  const needBodies = claimed.filter((d) => d.payload === null && d.org_id !== null);
+  const bodies = new Map<string, string>();
+  if (needBodies.length > 0) {
+    // Looked up by primary key alone: with an `org_id in (...)` condition SQLite prefers the
+    // (org_id, stream_offset) index and walks every event of those orgs. The org is checked below.
+    const orgOf = new Map(needBodies.map((d) => [d.event_id, d.org_id]));
+    const rows = await db
+      .selectFrom('events')
+      .select(['id', 'org_id', 'payload'])
+      .where('id', 'in', needBodies.map((d) => d.event_id))
+      .execute();
+    for (const row of rows) if (orgOf.get(row.id) === row.org_id) bodies.set(row.id, row.payload);
+  }
+  return claimed.map(({ payload, ...d }) => ({ ...d, body: payload ?? bodies.get(d.event_id) ?? null }));
+}

@@ -1,0 +1,120 @@
+import type { AppContext } from '../context.js';
+import type { Tx } from '../db/connect.js';
+import type { WebhookDeliveryTable } from '../db/types.js';
+import { findOrgScope } from '../domain/orgs/scope.js';
+import { newId, nowIso } from '../domain/shared/ids.js';
+import { activeSubscriptionsInTree, subscriptionWants } from '../domain/webhooks/repo.js';
+
+const INSERT_CHUNK = 200;
+
+/** Organizations whose committed event stream is ahead of the fan-out cursor (the polling backstop). */
+export async function orgsBehind(ctx: AppContext, limit: number): Promise<string[]> {
+  const rows = await ctx.db.db
+    .selectFrom('orgs as o')
+    .leftJoin('webhook_cursors as c', 'c.org_id', 'o.id')
+    .select('o.id')
+    .where((eb) => eb('o.event_offset', '>', eb.fn.coalesce('c.last_offset', eb.lit(0))))
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Locks the org's cursor row and returns its offset, or null when another worker holds it (that
+ * worker is fanning out the same org right now; SKIP LOCKED keeps this one from waiting on it).
+ */
+async function lockCursor(tx: Tx, orgId: string): Promise<number | null> {
+  const select = () => {
+    const q = tx.db.selectFrom('webhook_cursors').select('last_offset').where('org_id', '=', orgId);
+    return (tx.dialect === 'postgres' ? q.forUpdate().skipLocked() : q).executeTakeFirst();
+  };
+  const found = await select();
+  if (found) return Number(found.last_offset);
+  if (tx.dialect === 'postgres') {
+    const exists = await tx.db.selectFrom('webhook_cursors').select('org_id').where('org_id', '=', orgId).executeTakeFirst();
+    if (exists) return null;
+  }
+  // An org created after the migration: its stream starts at offset 1.
+  await tx.db
+    .insertInto('webhook_cursors')
+    .values({ org_id: orgId, last_offset: 0, updated_at: nowIso() })
+    .onConflict((oc) => oc.column('org_id').doNothing())
+    .execute();
+  const created = await select();
+  return created ? Number(created.last_offset) : null;
+}
+
+export interface FanOutResult {
+  /** Subscriptions that received new deliveries (due now). */
+  subscriptionIds: Set<string>;
+  /** True when the batch was full: more events may be waiting. */
+  more: boolean;
+}
+
+/**
+ * Turns the next committed events of one org into one delivery per subscription that wants them,
+ * and advances the org's cursor, in the caller's transaction: a crash leaves either both or neither.
+ * Events are read by (org_id, stream_offset), the gap-free per-org order, never by a global order
+ * that could commit out of sequence.
+ */
+/** A delivery of `event` to one subscription, due now: what fan-out and replay both queue. */
+export function pendingDelivery(subscriptionId: string, orgId: string, event: { id: string; event_type: string }, now: string): WebhookDeliveryTable {
+  return {
+    id: newId(),
+    subscription_id: subscriptionId,
+    org_id: orgId,
+    event_id: event.id,
+    event_type: event.event_type,
+    payload: null,
+    status: 'pending',
+    attempt_count: 0,
+    next_attempt_at: now,
+    claimed_until: null,
+    claimed_by: null,
+    last_response_code: null,
+    last_error: null,
+    created_at: now,
+    updated_at: now,
+    completed_at: null,
+  };
+}
+
+export async function fanOutOrg(ctx: AppContext, tx: Tx, orgId: string, batchSize: number): Promise<FanOutResult> {
+  const subscriptionIds = new Set<string>();
+  const offset = await lockCursor(tx, orgId);
+  if (offset === null) return { subscriptionIds, more: false };
+  const events = await tx.db
+    .selectFrom('events')
+    .select(['id', 'stream_offset', 'event_type', 'created_at'])
+    .where('org_id', '=', orgId)
+    .where('stream_offset', '>', offset)
+    .orderBy('stream_offset')
+    .limit(batchSize)
+    .execute();
+  if (events.length === 0) return { subscriptionIds, more: false };
+  const scope = await findOrgScope({ ...ctx.db, db: tx.db }, orgId);
+  const subscriptions = scope ? await activeSubscriptionsInTree(tx.db, scope) : [];
+  const now = nowIso();
+  const rows: WebhookDeliveryTable[] = [];
+  for (const event of events) {
+    for (const sub of subscriptions) {
+      if (!subscriptionWants(sub, orgId, event.event_type, event.created_at)) continue;
+      subscriptionIds.add(sub.id);
+      rows.push(pendingDelivery(sub.id, orgId, event, now));
+    }
+  }
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    // The unique (subscription, event) pair makes a repeated fan-out harmless.
+    await tx.db
+      .insertInto('webhook_deliveries')
+      .values(rows.slice(i, i + INSERT_CHUNK))
+      .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
+      .execute();
+  }
+  await tx.db
+    .updateTable('webhook_cursors')
+    .set({ last_offset: Number(events[events.length - 1]!.stream_offset), updated_at: now })
+    .where('org_id', '=', orgId)
+    .execute();
+  return { subscriptionIds, more: events.length === batchSize };
+}

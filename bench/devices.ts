@@ -10,10 +10,11 @@
  *   node --import tsx bench/devices.ts            (SQLite file in a temp dir)
  *   DATABASE_URL=postgres://... node --import tsx bench/devices.ts
  *   BENCH_PARTS=latency|idle, BENCH_LATENCY_DEVICES, BENCH_IDLE_DEVICES, BENCH_DECLARES to run less
+ *   BENCH_JSON=path writes the results as JSON (read by bench/run-all.ts)
  * Targets: p99 < 5 ms; >= 20,000 idle devices per GiB.
  */
 import { execSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -202,6 +203,7 @@ async function main() {
     u.searchParams.set('schema', `bench_${suffix}_${process.pid}`);
     return u.toString();
   };
+  const report: Record<string, unknown> = { database: pg ? 'postgres' : 'sqlite' };
   console.log(`device gateway benchmark (${pg ? 'PostgreSQL' : 'SQLite'}, node ${process.version}, server in a child process)`);
 
   // 1. Latency.
@@ -214,7 +216,7 @@ async function main() {
       console.log(`\nbaseline (same run): 1 connected device, ${DECLARES} sequential declares`);
       const single = await latencyRun(server, ctx, 1, DECLARES);
       summarize('declare HTTP round trip', single.roundTrips);
-      summarize('declare → frame (1 device)', single.perDelivery);
+      const singleFrame = summarize('declare → frame (1 device)', single.perDelivery);
       console.log(`\n${LATENCY_DEVICES} connected devices of one org, ${DECLARES} sequential declares`);
       const many = await latencyRun(server, ctx, LATENCY_DEVICES, DECLARES);
       summarize('declare HTTP round trip', many.roundTrips);
@@ -222,6 +224,7 @@ async function main() {
       summarize('declare → frame, first device', many.first);
       summarize('declare → frame, last device (fan-out done)', many.last);
       console.log(`  missing deliveries: ${many.missing}`);
+      report.latency = { devices: LATENCY_DEVICES, declares: DECLARES, singleDeviceFrameMs: singleFrame, everyDeliveryMs: all, missing: many.missing };
       console.log(`  p99 target < 5 ms: ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); p50 ratio to 1-device baseline: ${(all.p50 / summarizeQuiet(single.perDelivery)).toFixed(1)}x`);
     } finally {
       await server.stop();
@@ -248,6 +251,7 @@ async function main() {
       console.log(`\n${IDLE_DEVICES} idle devices connected in ${connectSeconds.toFixed(1)} s`);
       console.log(`  server RSS before ${(before / 2 ** 20).toFixed(1)} MiB, with devices ${(after / 2 ** 20).toFixed(1)} MiB`);
       console.log(`  ${(perDevice / 1024).toFixed(1)} KiB per device → ${Math.floor(2 ** 30 / perDevice).toLocaleString('en-US')} idle devices per GiB (target >= 20,000: ${2 ** 30 / perDevice >= 20_000 ? 'met' : 'NOT met'})`);
+      report.idle = { devices: IDLE_DEVICES, rssBeforeMiB: before / 2 ** 20, rssAfterMiB: after / 2 ** 20, devicesPerGiB: Math.floor(2 ** 30 / perDevice) };
       for (const ws of sockets) ws.terminate();
     } finally {
       await server.stop();
@@ -262,6 +266,7 @@ async function main() {
     await client.end();
   }
   rmSync(dir, { recursive: true, force: true });
+  if (process.env.BENCH_JSON) writeFileSync(process.env.BENCH_JSON, JSON.stringify(report));
 }
 
 function summarizeQuiet(samples: number[]): number {

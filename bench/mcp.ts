@@ -10,10 +10,11 @@
  * share its event loop. The machine is shared and noisy, so the two paths alternate in short rounds
  * (duration/rounds seconds each) and the ratio is taken on the medians.
  *
- * Also: BENCH_DATABASE_URL=postgres://... to run on PostgreSQL (a throwaway schema).
+ * Also: BENCH_DATABASE_URL=postgres://... to run on PostgreSQL (a throwaway schema);
+ * BENCH_JSON=path writes the results as JSON (read by bench/run-all.ts).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -163,6 +164,12 @@ console.log(`MCP / REST throughput ratio (medians): ${(mcpResult!.rps / restResu
 console.log(`server CPU per request, MCP / REST: ${(mcpResult!.cpu / restResult!.cpu).toFixed(2)}x`);
 console.log(`per round: ${samples.mcp.map((m, i) => (m.rps / samples.rest[i]!.rps).toFixed(2)).join(' ')}`);
 console.log(`emergencies written: ${Number(emergencies.n)}`);
+if (process.env.BENCH_JSON) {
+  writeFileSync(
+    process.env.BENCH_JSON,
+    JSON.stringify({ database: databaseUrl.startsWith('sqlite') ? 'sqlite' : 'postgres', connections, rounds, durationSeconds: duration, rest: restResult, mcp: mcpResult, ratio: mcpResult!.rps / restResult!.rps }),
+  );
+}
 
 child.kill('SIGTERM');
 await new Promise((resolve) => child.once('exit', resolve));

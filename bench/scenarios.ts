@@ -1,0 +1,218 @@
+/**
+ * The scenarios `npm run bench` runs, in order. Each one is a script run in its own process (so one failure
+ * does not stop the rest) that hands back raw results as JSON (the file named by BENCH_JSON, or on stdout);
+ * `rows` turns them into table rows, with the targets of the performance issue. Adding a benchmark is
+ * adding an entry here.
+ */
+import type { Database, RowInput, Target } from './lib/report.js';
+
+export interface RunOptions {
+  database: Database;
+  quick: boolean;
+  /** Seconds of measured load per measurement (BENCH_DURATION). */
+  duration: number;
+}
+
+export interface Scenario {
+  id: string;
+  /** Script path relative to the repository root; a scenario whose file is absent is skipped with a note. */
+  file: string;
+  args?(o: RunOptions): string[];
+  env?(o: RunOptions): Record<string, string>;
+  /** Raw results come from the BENCH_JSON file; `stdout-json` scripts print one JSON document instead. */
+  output: 'bench-json' | 'stdout-json';
+  /** When the script wrote no JSON, the raw results read from its printed output. */
+  parseStdout?(stdout: string): unknown;
+  rows(raw: any, o: RunOptions): RowInput[];
+  timeoutSeconds(o: RunOptions): number;
+}
+
+const atLeast = (threshold: number, on: Target['on'] = 'ratio'): Target => ({ on, op: '>=', threshold });
+const below = (threshold: number): Target => ({ on: 'value', op: '<', threshold });
+
+/** A load result as bench/lib/harness.ts reports it. */
+interface LoadResult {
+  name: string;
+  requestsPerSec: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+const isLoadResult = (x: any): x is LoadResult => x && typeof x === 'object' && typeof x.name === 'string' && typeof x.requestsPerSec === 'number';
+
+/** Every harness load result anywhere in a JSON document (the declare script's JSON layout is its own). */
+function findLoadResults(raw: unknown): LoadResult[] {
+  const found: LoadResult[] = [];
+  const walk = (x: unknown) => {
+    if (isLoadResult(x)) found.push(x);
+    else if (Array.isArray(x)) x.forEach(walk);
+    else if (x && typeof x === 'object') Object.values(x).forEach(walk);
+  };
+  walk(raw);
+  return found;
+}
+
+/** The table printed by bench/lib/harness.ts printTable: name, req/s, p50, p99, errors, non2xx. */
+function parseHarnessTable(stdout: string): LoadResult[] {
+  const results: LoadResult[] = [];
+  for (const line of stdout.split('\n')) {
+    const m = /^(\S.*?)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(\d+)\s+(\d+)\s*$/.exec(line);
+    if (m) results.push({ name: m[1]!, requestsPerSec: Number(m[2]), p50: Number(m[3]), p99: Number(m[4]), errors: Number(m[5]), non2xx: Number(m[6]) });
+  }
+  return results;
+}
+
+/** A row comparing two load results' throughput; errors or non-2xx answers under load make it fail. */
+function throughput(metric: string, service: LoadResult | undefined, baseline: LoadResult | undefined, target?: Target, missing?: string): RowInput {
+  const bad = [service, baseline].filter((r): r is LoadResult => !!r && r.errors + r.non2xx > 0).map((r) => `${r.name}: ${r.errors + r.non2xx} errors/non-2xx`);
+  return {
+    metric,
+    value: service?.requestsPerSec ?? null,
+    unit: 'req/s',
+    baseline: baseline?.requestsPerSec ?? null,
+    baselineLabel: baseline?.name.replace(/^baseline: /, ''),
+    target,
+    note: !baseline && missing ? missing : service && baseline ? `p99 ${service.p99} vs ${baseline.p99} ms` : !service ? 'not measured' : undefined,
+    invalid: bad.length ? bad.join(', ') : undefined,
+  };
+}
+
+const find = (results: LoadResult[], test: (name: string) => boolean) => results.find((r) => test(r.name));
+const isBaseline = (n: string) => /baseline/i.test(n);
+const isPg = (n: string) => /\bpg\b|postgres/i.test(n);
+
+export const scenarios: Scenario[] = [
+  {
+    id: 'declare',
+    file: 'bench/declare.ts',
+    output: 'bench-json',
+    parseStdout: parseHarnessTable,
+    timeoutSeconds: (o) => 120 + 8 * (o.duration + 2),
+    rows(raw, o) {
+      const results = findLoadResults(raw);
+      const declare = find(results, (n) => !isBaseline(n) && /declare/i.test(n));
+      const get = find(results, (n) => !isBaseline(n) && /\bGET\b/.test(n) && !/list/i.test(n));
+      const twoInsert = find(results, (n) => isBaseline(n) && /insert/i.test(n) && !isPg(n));
+      const echo = find(results, (n) => isBaseline(n) && /echo/i.test(n));
+      const pgInsert = find(results, (n) => isBaseline(n) && isPg(n));
+      const rows: RowInput[] = [];
+      if (o.database === 'sqlite') {
+        rows.push(throughput('POST declare vs bare two-insert', declare, twoInsert, atLeast(0.8)));
+      } else {
+        rows.push(throughput('POST declare vs bare pg insert', declare, pgInsert, atLeast(0.7), 'no pg insert baseline in this tree (bench/baselines/pg-insert.ts)'));
+        rows.push(throughput('POST declare vs bare SQLite two-insert', declare, twoInsert));
+      }
+      rows.push(throughput('GET emergency vs bare echo', get, echo, atLeast(0.5)));
+      return rows;
+    },
+  },
+  {
+    id: 'list+message',
+    file: 'bench/list-and-message.ts',
+    output: 'bench-json',
+    env: (o) => ({ BENCH_LIST_SIZE: o.quick ? '200' : '500' }),
+    timeoutSeconds: (o) => 150 + 8 * (o.duration + 2),
+    rows(raw) {
+      const results = findLoadResults(raw);
+      const named = (n: string) => find(results, (x) => x === n);
+      return [
+        throughput(`GET list limit 50 (${raw.listSize} in org) vs bare echo`, named('service: GET list limit 50'), named('baseline: fastify JSON echo')),
+        throughput('POST message, text vs bare two-insert', named('service: POST message, text'), named('baseline: 2 inserts, text body')),
+        throughput(`POST message + ${raw.pngBytes} B PNG vs bare two-insert`, named('service: POST message, PNG'), named('baseline: 2 inserts, PNG body')),
+      ];
+    },
+  },
+  {
+    id: 'mcp',
+    file: 'bench/mcp.ts',
+    output: 'bench-json',
+    // Alternating rounds of REST and MCP on one server; the ratio is taken on the medians.
+    args: (o) => ['--duration', String(o.quick ? o.duration : 2 * o.duration), '--rounds', o.quick ? '1' : '2', '--connections', process.env.BENCH_CONNECTIONS ?? '50'],
+    timeoutSeconds: (o) => 120 + 6 * (o.duration + 2),
+    rows(raw) {
+      const bad = raw.rest.bad + raw.mcp.bad;
+      return [
+        {
+          metric: 'MCP create_emergency vs REST declare',
+          value: raw.mcp.rps,
+          unit: 'req/s',
+          baseline: raw.rest.rps,
+          baselineLabel: 'REST declare',
+          target: atLeast(0.5),
+          note: `p99 ${raw.mcp.p99} vs ${raw.rest.p99} ms; server CPU/request ${(raw.mcp.cpu / raw.rest.cpu).toFixed(2)}×`,
+          invalid: bad ? `${bad} errors/non-2xx` : undefined,
+        },
+      ];
+    },
+  },
+  {
+    id: 'devices',
+    file: 'bench/devices.ts',
+    output: 'bench-json',
+    env: (o) => ({
+      BENCH_PARTS: process.env.BENCH_PARTS ?? 'latency',
+      ...(o.quick ? { BENCH_LATENCY_DEVICES: '200', BENCH_DECLARES: '50', BENCH_IDLE_DEVICES: '1000' } : {}),
+    }),
+    timeoutSeconds: () => 300,
+    rows(raw) {
+      const rows: RowInput[] = [];
+      if (raw.latency) {
+        const l = raw.latency;
+        const missing = l.missing ? `${l.missing} declares not delivered to every device` : undefined;
+        rows.push({ metric: `push p99, declare→frame (${l.devices} devices)`, value: l.everyDeliveryMs.p99, unit: 'ms', baseline: l.singleDeviceFrameMs.p99, baselineLabel: '1 device', target: below(5), invalid: missing });
+        rows.push({ metric: `push p50, declare→frame (${l.devices} devices)`, value: l.everyDeliveryMs.p50, unit: 'ms', baseline: l.singleDeviceFrameMs.p50, baselineLabel: '1 device' });
+      }
+      if (raw.idle) {
+        rows.push({ metric: `idle devices per GiB (${raw.idle.devices} connected)`, value: raw.idle.devicesPerGiB, unit: 'devices', target: atLeast(20_000, 'value') });
+      }
+      return rows;
+    },
+  },
+  {
+    id: 'webhooks',
+    file: 'bench/webhooks.ts',
+    output: 'stdout-json',
+    env: (o) => ({ DURATION: String(o.quick ? Math.max(3, o.duration) : Math.max(10, 2 * o.duration)) }),
+    timeoutSeconds: (o) => 180 + 2 * o.duration,
+    rows(raw) {
+      const failed = raw.failedAttempts?.reduce((n: number, f: { count: number }) => n + f.count, 0);
+      return [
+        {
+          metric: 'deliveries/s',
+          value: raw.deliveriesPerSecondInWindow,
+          unit: 'deliveries/s',
+          baseline: raw.baselineBarePostsPerSecond,
+          baselineLabel: 'bare undici POSTs',
+          target: atLeast(2_000, 'value'),
+          note: `${raw.eventsPerSecondAchieved} events/s × ${raw.subscriptions} subscriptions offered`,
+          invalid: failed ? `${failed} failed attempts` : undefined,
+        },
+        { metric: 'commit→first attempt p99', value: raw.commitToFirstAttemptMs.p99, unit: 'ms', target: below(50), note: `p50 ${raw.commitToFirstAttemptMs.p50} ms` },
+      ];
+    },
+  },
+  {
+    id: 'rss',
+    file: 'bench/rss.ts',
+    output: 'bench-json',
+    timeoutSeconds: (o) => 120 + 4 * (o.duration + 2),
+    rows(raw) {
+      const invalid = raw.service.load.errors + raw.service.load.non2xx ? `${raw.service.load.errors + raw.service.load.non2xx} errors/non-2xx under load` : undefined;
+      return [
+        { metric: 'service RSS idle', value: raw.service.idleMB, unit: 'MB', baseline: raw.baseline.idleMB, baselineLabel: 'bare two-insert server', target: below(150) },
+        {
+          metric: 'service RSS peak under declare load',
+          value: raw.service.peakUnderLoadMB,
+          unit: 'MB',
+          baseline: raw.baseline.peakUnderLoadMB,
+          baselineLabel: 'bare two-insert server',
+          target: below(300),
+          note: `${raw.service.load.requestsPerSec} req/s`,
+          invalid,
+        },
+      ];
+    },
+  },
+];

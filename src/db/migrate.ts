@@ -17,10 +17,15 @@ export async function migrateToLatest(handle: DbHandle): Promise<string[]> {
     // The schema may be new: it must exist before the migrator creates its tables in it.
     await sql.raw(`create schema if not exists ${handle.pgSchema}`).execute(handle.db);
   }
-  const migrator = migratorFor(handle);
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migratorFor(handle).migrateToLatest();
+    if (!error) return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+    // Kysely's table lookup reads the catalog of every schema; a schema dropped by someone else at
+    // that moment fails it with "schema/relation does not exist". Nothing of ours changed: retry.
+    const code = (error as { code?: string }).code;
+    if (attempt < 3 && (code === '3F000' || code === '42P01')) continue;
+    throw error instanceof Error ? error : new Error(String(error));
+  }
 }
 
 /** True when every known migration has been applied: what /readyz reports. */

@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.js';
 import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
+import { preparedQuery } from '../../db/prepared.js';
 import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
@@ -19,7 +20,11 @@ function actorOf(caller: Caller, person: { id: string; name: string } | undefine
   return { type: 'api_key', id: actor.id, name: actor.name };
 }
 
-/** Event and audit entry of one transition, written in the transaction that made it. */
+/**
+ * Event and audit entry of one transition, written in the transaction that made it. The audit entry
+ * goes first: taking the event offset locks the org row until commit (see appendEvent), so the fewer
+ * statements after it, the shorter concurrent writers of the org wait on PostgreSQL.
+ */
 async function recordTransition(
   ctx: AppContext,
   tx: Tx,
@@ -29,21 +34,50 @@ async function recordTransition(
   sequence: number,
   details: Record<string, unknown>,
 ): Promise<void> {
-  const event = await appendEvent(tx, ctx.bus, {
+  const eventId = newId();
+  await recordAudit(tx, caller, {
+    orgId: emergency.orgId,
+    eventCategory: 'emergency',
+    eventType,
+    resource: { type: 'emergency', id: emergency.emergencyId },
+    details: { eventId, sequence, ...details },
+  });
+  await appendEvent(tx, ctx.bus, {
+    eventId,
     orgId: emergency.orgId,
     emergencyId: emergency.emergencyId,
     eventType,
     sequence,
     data: { emergency },
   });
-  await recordAudit(tx, caller, {
-    orgId: emergency.orgId,
-    eventCategory: 'emergency',
-    eventType,
-    resource: { type: 'emergency', id: emergency.emergencyId },
-    details: { eventId: event.eventId, sequence, ...details },
-  });
 }
+
+const emergencyById = preparedQuery((db, p) =>
+  selectEmergencies(db).where('e.org_id', '=', p('org_id')).where('e.id', '=', p('id')),
+);
+// Serializes concurrent transitions of one emergency on PostgreSQL; SQLite transactions are already serial.
+const emergencyByIdForUpdate = preparedQuery((db, p) =>
+  selectEmergencies(db).where('e.org_id', '=', p('org_id')).where('e.id', '=', p('id')).forUpdate('e'),
+);
+
+const insertEmergency = preparedQuery((db, p) =>
+  db.insertInto('emergencies').values({
+    id: p('id'),
+    org_id: p('org_id'),
+    status: p('status'),
+    external_id: p('external_id'),
+    category_id: p('category_id'),
+    source: p('source'),
+    description: p('description'),
+    occurred_at: p('occurred_at'),
+    created_at: p('created_at'),
+    updated_at: p('updated_at'),
+    declared_by: p('declared_by'),
+    location: p('location'),
+    metadata: p('metadata'),
+    sequence: p('sequence'),
+  }),
+);
 
 async function findEmergencyRow(
   tx: Pick<Tx, 'db' | 'dialect'>,
@@ -52,10 +86,8 @@ async function findEmergencyRow(
   forUpdate: boolean,
 ): Promise<EmergencyRow> {
   if (!isUuid(emergencyId)) throw emergencyNotFound(emergencyId);
-  let query = selectEmergencies(tx.db).where('e.org_id', '=', orgId).where('e.id', '=', emergencyId.toLowerCase());
-  // Serializes concurrent transitions of one emergency on PostgreSQL; SQLite transactions are already serial.
-  if (forUpdate && tx.dialect === 'postgres') query = query.forUpdate('e');
-  const row = await query.executeTakeFirst();
+  const query = forUpdate && tx.dialect === 'postgres' ? emergencyByIdForUpdate : emergencyById;
+  const [row] = await query.execute(tx, { org_id: orgId, id: emergencyId.toLowerCase() });
   if (!row) throw emergencyNotFound(emergencyId);
   return row;
 }
@@ -89,25 +121,22 @@ export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: s
         resolutionNote: null,
         metadata: input.metadata ?? null,
       };
-      await tx.db
-        .insertInto('emergencies')
-        .values({
-          id: emergency.emergencyId,
-          org_id: orgId,
-          status: emergency.status,
-          external_id: emergency.externalId,
-          category_id: category.id,
-          source: emergency.source,
-          description: emergency.description,
-          occurred_at: emergency.occurredAt,
-          created_at: now,
-          updated_at: now,
-          declared_by: JSON.stringify(emergency.declaredBy),
-          location: toJson(input.location),
-          metadata: toJson(input.metadata),
-          sequence: 1,
-        })
-        .execute();
+      await insertEmergency.execute(tx, {
+        id: emergency.emergencyId,
+        org_id: orgId,
+        status: emergency.status,
+        external_id: emergency.externalId,
+        category_id: category.id,
+        source: emergency.source,
+        description: emergency.description,
+        occurred_at: emergency.occurredAt,
+        created_at: now,
+        updated_at: now,
+        declared_by: JSON.stringify(emergency.declaredBy),
+        location: toJson(input.location),
+        metadata: toJson(input.metadata),
+        sequence: 1,
+      });
       await recordTransition(ctx, tx, caller, emergency, 'emergency.declared', 1, { categoryId: category.id });
       return emergency;
     });

@@ -36,10 +36,10 @@ const insertAudit = preparedQuery((db, p) =>
   }),
 );
 
-/** Appends an audit entry inside the caller's transaction, so it commits (or not) with the change. */
-export async function recordAudit(tx: Tx, caller: Caller, entry: AuditInput): Promise<void> {
+/** The audit_logs row of an entry (also written by statements that insert it along with other rows). */
+export function auditRow(caller: Caller, entry: AuditInput) {
   const actor = principalActor(caller.principal);
-  await insertAudit.execute(tx, {
+  return {
     id: newId(),
     org_id: entry.orgId,
     occurred_at: entry.occurredAt ?? nowIso(),
@@ -52,5 +52,10 @@ export async function recordAudit(tx: Tx, caller: Caller, entry: AuditInput): Pr
     resource_id: entry.resource.id,
     request_id: caller.requestId ?? null,
     details: toJson(entry.details ?? null),
-  });
+  };
+}
+
+/** Appends an audit entry inside the caller's transaction, so it commits (or not) with the change. */
+export async function recordAudit(tx: Tx, caller: Caller, entry: AuditInput): Promise<void> {
+  await insertAudit.execute(tx, auditRow(caller, entry));
 }

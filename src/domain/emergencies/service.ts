@@ -1,12 +1,15 @@
+import { sql } from 'kysely';
 import type { AppContext } from '../../context.js';
 import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
 import { preparedQuery } from '../../db/prepared.js';
+import type { CategoryTable } from '../../db/types.js';
 import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
-import { principalActor, recordAudit } from '../audit/record.js';
+import { auditRow, principalActor, recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
-import { appendEvent, type EmergencyEventType } from '../events/append.js';
+import { appendEvent, type EmergencyEventType, eventRow } from '../events/append.js';
+import { PG_EVENT_CHANNEL } from '../events/bus.js';
 import { decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import { toJson } from '../shared/json.js';
@@ -96,47 +99,117 @@ function emergencyNotFound(emergencyId: string): AppError {
   return new AppError('emergency_not_found', `No emergency ${emergencyId} in this organization.`);
 }
 
+/** The record a declare returns and the emergencies row it writes. */
+function declaredEmergency(caller: Caller, orgId: string, input: DeclareInput, category: CategoryTable) {
+  const now = nowIso();
+  const emergency: EmergencyRecord = {
+    emergencyId: newId(),
+    orgId,
+    status: 'declared',
+    externalId: input.externalId ?? null,
+    category: { id: category.id, name: category.name, color: category.color, severity: category.severity },
+    source: input.source ?? null,
+    description: input.description ?? null,
+    occurredAt: input.occurredAt ?? now,
+    createdAt: now,
+    resolvedAt: null,
+    resolvedBy: null,
+    declaredBy: actorOf(caller, input.declaredBy),
+    location: input.location
+      ? { latitude: input.location.latitude ?? null, longitude: input.location.longitude ?? null, floorId: input.location.floorId ?? null }
+      : null,
+    resolutionNote: null,
+    metadata: input.metadata ?? null,
+  };
+  const row = {
+    id: emergency.emergencyId,
+    org_id: orgId,
+    status: emergency.status,
+    external_id: emergency.externalId,
+    category_id: category.id,
+    source: emergency.source,
+    description: emergency.description,
+    occurred_at: emergency.occurredAt,
+    created_at: now,
+    updated_at: now,
+    declared_by: JSON.stringify(emergency.declaredBy),
+    location: toJson(input.location),
+    metadata: toJson(input.metadata),
+    sequence: 1,
+  };
+  return { emergency, row };
+}
+
+/**
+ * PostgreSQL: a declare's whole transaction as one statement (emergency, audit entry, offset, event,
+ * wake-up), committed on its own. Data-modifying WITH clauses all run, atomically with the statement;
+ * the org row is locked from the offset bump to the commit with no client round trip in between, and
+ * the declare costs one round trip instead of five.
+ */
+const declarePg = preparedQuery((db, p) =>
+  sql<{ stream_offset: number }>`
+    with emergency as (
+      insert into emergencies (id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at, declared_by, location, metadata, sequence)
+      values (${p('id')}, ${p('org_id')}, ${p('status')}, ${p('external_id')}, ${p('category_id')}, ${p('source')}, ${p('description')}, ${p('occurred_at')}, ${p('created_at')}, ${p('updated_at')}, ${p('declared_by')}, ${p('location')}, ${p('metadata')}, ${p('sequence')})
+    ), audit as (
+      insert into audit_logs (id, org_id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type, resource_id, request_id, details)
+      values (${p('audit_id')}, ${p('org_id')}, ${p('audit_occurred_at')}, ${p('audit_event_category')}, ${p('audit_event_type')}, ${p('audit_actor_type')}, ${p('audit_actor_id')}, ${p('audit_actor_name')}, ${p('audit_resource_type')}, ${p('audit_resource_id')}, ${p('audit_request_id')}, ${p('audit_details')})
+    ), bumped as (
+      update orgs set event_offset = event_offset + 1 where id = ${p('org_id')} returning event_offset
+    ), inserted as (
+      insert into events (id, org_id, stream_offset, emergency_id, event_type, sequence, payload, created_at)
+      select ${p('event_id')}, ${p('org_id')}, event_offset, ${p('id')}, ${p('event_type')}, ${p('sequence')}::integer, ${p('payload')}, ${p('event_created_at')}
+      from bumped
+      returning stream_offset
+    )
+    select stream_offset, pg_notify(${PG_EVENT_CHANNEL}, json_build_object('orgId', ${p('org_id')}::text, 'offset', stream_offset)::text)
+    from inserted`.compile(db),
+);
+
+async function declareInOneStatement(ctx: AppContext, caller: Caller, orgId: string, input: DeclareInput): Promise<EmergencyRecord> {
+  // A read outside any transaction sees committed rows only, so the category may be cached at once.
+  const category = await resolveCategory({ db: ctx.db.db, dialect: ctx.db.dialect, afterCommit: (cb) => cb() }, orgId, input);
+  const { emergency, row } = declaredEmergency(caller, orgId, input, category);
+  const eventId = newId();
+  const audit = auditRow(caller, {
+    orgId,
+    eventCategory: 'emergency',
+    eventType: 'emergency.declared',
+    resource: { type: 'emergency', id: emergency.emergencyId },
+    details: { eventId, sequence: 1, categoryId: category.id },
+  });
+  const event = eventRow({ eventId, orgId, emergencyId: emergency.emergencyId, eventType: 'emergency.declared', sequence: 1, data: { emergency } });
+  const [appended] = await declarePg.execute(ctx.db, {
+    ...row,
+    audit_id: audit.id,
+    audit_occurred_at: audit.occurred_at,
+    audit_event_category: audit.event_category,
+    audit_event_type: audit.event_type,
+    audit_actor_type: audit.actor_type,
+    audit_actor_id: audit.actor_id,
+    audit_actor_name: audit.actor_name,
+    audit_resource_type: audit.resource_type,
+    audit_resource_id: audit.resource_id,
+    audit_request_id: audit.request_id,
+    audit_details: audit.details,
+    event_id: event.row.id,
+    event_type: event.row.event_type,
+    payload: event.row.payload,
+    event_created_at: event.row.created_at,
+  });
+  if (!appended) throw new Error(`Organization ${orgId} does not exist.`);
+  ctx.bus.committed({ orgId, offset: Number(appended.stream_offset) });
+  return emergency;
+}
+
 export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: string, input: DeclareInput): Promise<EmergencyRecord> {
   await authorize(ctx, caller, orgId, 'write');
   try {
+    if (ctx.db.dialect === 'postgres') return await declareInOneStatement(ctx, caller, orgId, input);
     return await inTransaction(ctx.db, async (tx) => {
       const category = await resolveCategory(tx, orgId, input);
-      const now = nowIso();
-      const emergency: EmergencyRecord = {
-        emergencyId: newId(),
-        orgId,
-        status: 'declared',
-        externalId: input.externalId ?? null,
-        category: { id: category.id, name: category.name, color: category.color, severity: category.severity },
-        source: input.source ?? null,
-        description: input.description ?? null,
-        occurredAt: input.occurredAt ?? now,
-        createdAt: now,
-        resolvedAt: null,
-        resolvedBy: null,
-        declaredBy: actorOf(caller, input.declaredBy),
-        location: input.location
-          ? { latitude: input.location.latitude ?? null, longitude: input.location.longitude ?? null, floorId: input.location.floorId ?? null }
-          : null,
-        resolutionNote: null,
-        metadata: input.metadata ?? null,
-      };
-      await insertEmergency.execute(tx, {
-        id: emergency.emergencyId,
-        org_id: orgId,
-        status: emergency.status,
-        external_id: emergency.externalId,
-        category_id: category.id,
-        source: emergency.source,
-        description: emergency.description,
-        occurred_at: emergency.occurredAt,
-        created_at: now,
-        updated_at: now,
-        declared_by: JSON.stringify(emergency.declaredBy),
-        location: toJson(input.location),
-        metadata: toJson(input.metadata),
-        sequence: 1,
-      });
+      const { emergency, row } = declaredEmergency(caller, orgId, input, category);
+      await insertEmergency.execute(tx, row);
       await recordTransition(ctx, tx, caller, emergency, 'emergency.declared', 1, { categoryId: category.id });
       return emergency;
     });

@@ -58,24 +58,17 @@ const appendEventPg = preparedQuery((db, p) =>
     from inserted`.compile(db),
 );
 
-/**
- * Writes an event in the transaction of the state change it describes. The org's stream offset is
- * taken by incrementing the org row, which holds that row's lock until commit: offsets of one org
- * therefore commit in increasing order and a reader resuming "after N" can never skip one. Callers
- * write the event last in their transaction for that reason.
- */
-export async function appendEvent(
-  tx: Tx,
-  bus: EventBus,
-  input: {
-    eventId: string;
-    orgId: string;
-    emergencyId: string;
-    eventType: EmergencyEventType;
-    sequence: number;
-    data: Record<string, unknown>;
-  },
-): Promise<EventEnvelope> {
+export interface EventInput {
+  eventId: string;
+  orgId: string;
+  emergencyId: string;
+  eventType: EmergencyEventType;
+  sequence: number;
+  data: Record<string, unknown>;
+}
+
+/** The envelope of an event and its row without the stream offset (assigned when it is written). */
+export function eventRow(input: EventInput) {
   const envelope: EventEnvelope = {
     eventId: input.eventId,
     eventType: input.eventType,
@@ -95,6 +88,21 @@ export async function appendEvent(
     payload: JSON.stringify(envelope),
     created_at: envelope.createdAt,
   };
+  return { envelope, row };
+}
+
+/**
+ * Writes an event in the transaction of the state change it describes. The org's stream offset is
+ * taken by incrementing the org row, which holds that row's lock until commit: offsets of one org
+ * therefore commit in increasing order and a reader resuming "after N" can never skip one. Callers
+ * write the event last in their transaction for that reason.
+ */
+export async function appendEvent(
+  tx: Tx,
+  bus: EventBus,
+  input: EventInput,
+): Promise<EventEnvelope> {
+  const { envelope, row } = eventRow(input);
   let offset: number;
   if (tx.dialect === 'postgres') {
     const [appended] = await appendEventPg.execute(tx, row);

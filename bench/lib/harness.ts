@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
@@ -16,6 +16,8 @@ export interface Result {
   p99: number;
   errors: number;
   non2xx: number;
+  /** Server CPU time (user + system, all threads) per completed request, in microseconds. */
+  cpuUsPerRequest?: number;
 }
 
 export async function waitForHttp(url: string, timeoutMs = 30_000): Promise<void> {
@@ -56,10 +58,22 @@ export function cli(args: string[], env: Record<string, string>): any {
   return JSON.parse(execFileSync(process.execPath, [BIN, ...args, '--json'], { env: { ...process.env, ...env }, encoding: 'utf8' }));
 }
 
-export async function load(name: string, options: autocannon.Options): Promise<Result> {
+/**
+ * CPU time (user + system, ms) a child process has used so far, all its threads included. On a
+ * shared, noisy machine the cost per request is far steadier than requests per second.
+ */
+export function processCpuMs(child: ChildProcess): number {
+  const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in USER_HZ (100)
+}
+
+/** Loads `options.url`; with `server`, also reports that process's CPU time per request. */
+export async function load(name: string, options: autocannon.Options, server?: ChildProcess): Promise<Result> {
   // A short warm-up lets V8 optimize and SQLite fill its page cache before measuring.
   await autocannon({ ...options, duration: 2, connections: CONNECTIONS });
+  const cpuBefore = server ? processCpuMs(server) : 0;
   const r = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...options });
+  const cpuMs = server ? processCpuMs(server) - cpuBefore : 0;
   return {
     name,
     requestsPerSec: Math.round(r.requests.average),
@@ -67,7 +81,41 @@ export async function load(name: string, options: autocannon.Options): Promise<R
     p99: r.latency.p99,
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
+    ...(server && r.requests.total > 0 ? { cpuUsPerRequest: Math.round((cpuMs * 1000) / r.requests.total) } : {}),
   };
+}
+
+/** Throughput ratios by label (service / baseline requests per second). */
+export function ratiosOf(rows: Result[], ratios: [string, string, string][]): Record<string, number> {
+  const byName = new Map(rows.map((r) => [r.name, r]));
+  const out: Record<string, number> = {};
+  for (const [label, a, b] of ratios) {
+    const x = byName.get(a);
+    const y = byName.get(b);
+    if (x && y && y.requestsPerSec > 0) out[label] = Number((x.requestsPerSec / y.requestsPerSec).toFixed(2));
+  }
+  return out;
+}
+
+/**
+ * The same ratios estimated from server CPU time per request (baseline CPU / service CPU): what the
+ * throughput ratio would be on an otherwise idle core, whatever else the machine is running.
+ */
+export function cpuRatiosOf(rows: Result[], ratios: [string, string, string][]): Record<string, number> {
+  const byName = new Map(rows.map((r) => [r.name, r]));
+  const out: Record<string, number> = {};
+  for (const [label, a, b] of ratios) {
+    const x = byName.get(a)?.cpuUsPerRequest;
+    const y = byName.get(b)?.cpuUsPerRequest;
+    if (x && y) out[label] = Number((y / x).toFixed(2));
+  }
+  return out;
+}
+
+/** Writes `{results, ratios, cpuRatios}` as JSON to `path` (the benchmark aggregator reads it). */
+export function writeJson(path: string | undefined, rows: Result[], ratios: [string, string, string][]): void {
+  if (!path) return;
+  writeFileSync(path, `${JSON.stringify({ results: rows, ratios: ratiosOf(rows, ratios), cpuRatios: cpuRatiosOf(rows, ratios) }, null, 2)}\n`);
 }
 
 export function printTable(rows: Result[], ratios: [string, string, string][]): void {
@@ -82,4 +130,9 @@ export function printTable(rows: Result[], ratios: [string, string, string][]): 
     const y = byName.get(b);
     if (x && y) console.log(`${label.padEnd(50)} ${(x.requestsPerSec / y.requestsPerSec).toFixed(2)}x`);
   }
+  const cpu = rows.filter((r) => r.cpuUsPerRequest !== undefined);
+  if (cpu.length === 0) return;
+  console.log('\nserver CPU per request (µs):');
+  for (const r of cpu) console.log(`  ${r.name.padEnd(34)} ${String(r.cpuUsPerRequest).padStart(7)}`);
+  for (const [label, value] of Object.entries(cpuRatiosOf(rows, ratios))) console.log(`${`${label} (by CPU)`.padEnd(50)} ${value.toFixed(2)}x`);
 }

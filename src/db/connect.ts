@@ -14,6 +14,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { startSqliteCheckpointer } from './sqlite-checkpointer.js';
+import { SqliteGroupCommitter } from './sqlite-group-commit.js';
 import type { Database } from './types.js';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -31,6 +32,8 @@ export interface DbHandle {
   offloadCheckpoints?(): void;
   /** For PostgreSQL: the schema named in the URL, if any. */
   pgSchema?: string;
+  /** For SQLite: runs transactions through group commit (see SqliteGroupCommitter). */
+  groupCommit?: SqliteGroupCommitter;
   close(): Promise<void>;
 }
 
@@ -99,12 +102,14 @@ export function openDatabase(url: string): DbHandle {
     sqlite.pragma('busy_timeout = 10000');
     sqlite.pragma('foreign_keys = ON');
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(withStatementCache(sqlite)) });
+    const groupCommit = new SqliteGroupCommitter(db, sqlite);
     let stopCheckpointer: (() => Promise<void>) | null = null;
     return {
       db,
       dialect: 'sqlite',
       describe: `sqlite:${path}`,
       sqlitePath: path === ':memory:' ? undefined : path,
+      groupCommit,
       /** Moves WAL checkpoints off the request thread (long-running processes only). */
       offloadCheckpoints() {
         if (path === ':memory:' || stopCheckpointer) return;
@@ -140,6 +145,7 @@ export interface Tx {
 }
 
 export async function inTransaction<T>(handle: DbHandle, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  if (handle.groupCommit) return handle.groupCommit.run(fn);
   const callbacks: (() => void)[] = [];
   const result = await handle.db.transaction().execute((trx) =>
     fn({ db: trx, dialect: handle.dialect, afterCommit: (cb) => callbacks.push(cb) }),

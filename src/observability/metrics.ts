@@ -52,4 +52,22 @@ export class Metrics {
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
   }
+
+  /**
+   * The label children of each (method, route, status), resolved once: prom-client otherwise hashes
+   * the label object on every request. Bounded by the route table times the statuses in use.
+   */
+  private readonly httpChildren = new Map<string, { count: client.Counter.Internal; duration: client.Histogram.Internal<string> }>();
+
+  recordHttp(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${status} ${route}`;
+    let children = this.httpChildren.get(key);
+    if (!children) {
+      const labels = { method, route, status: String(status) };
+      children = { count: this.httpRequests.labels(labels), duration: this.httpDuration.labels(labels) };
+      this.httpChildren.set(key, children);
+    }
+    children.count.inc();
+    children.duration.observe(seconds);
+  }
 }

@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.js';
 import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
+import { preparedQuery } from '../../db/prepared.js';
 import type { CategoryTable } from '../../db/types.js';
 import { fieldError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
@@ -56,6 +57,33 @@ export async function createCategory(ctx: AppContext, orgId: string, raw: unknow
   });
 }
 
+const categoryById = preparedQuery((db, p) =>
+  db.selectFrom('categories').selectAll().where('org_id', '=', p('org_id')).where('id', '=', p('id')),
+);
+const categoryByName = preparedQuery((db, p) =>
+  db
+    .selectFrom('categories')
+    .selectAll()
+    .where('org_id', '=', p('org_id'))
+    .where((eb) => eb(eb.fn('lower', ['name']), '=', p('name'))),
+);
+const uncategorized = preparedQuery((db, p) =>
+  db.selectFrom('categories').selectAll().where('org_id', '=', p('org_id')).where('is_system', '=', 1).where('name', '=', UNCATEGORIZED.name),
+);
+
+/**
+ * Categories are never updated or deleted, so a category once seen committed stays valid for the
+ * life of the process, and every instance may cache it. Misses are not cached: the category may be
+ * created later. Bounded by clearing, like the org scope cache.
+ */
+const categoryCache = new Map<string, CategoryTable>();
+
+function cacheKeyOf(orgId: string, selector: { categoryId?: string; categoryName?: string }): string {
+  if (selector.categoryId !== undefined) return `${orgId} id ${selector.categoryId.toLowerCase()}`;
+  if (selector.categoryName !== undefined) return `${orgId} name ${selector.categoryName.toLowerCase()}`;
+  return `${orgId} uncategorized`;
+}
+
 /**
  * Finds the category a declare or recategorize names, by id or by case-insensitive name, within
  * the org only. `field` is where a 422 points when nothing matches.
@@ -65,17 +93,28 @@ export async function resolveCategory(
   orgId: string,
   selector: { categoryId?: string; categoryName?: string },
 ): Promise<CategoryTable> {
-  let query = tx.db.selectFrom('categories').selectAll().where('org_id', '=', orgId);
+  if (selector.categoryId !== undefined && !isUuid(selector.categoryId)) throw categoryNotFound('categoryId', selector.categoryId);
+  const key = cacheKeyOf(orgId, selector);
+  const cached = categoryCache.get(key);
+  if (cached) return cached;
+  let rows: CategoryTable[];
   if (selector.categoryId !== undefined) {
-    if (!isUuid(selector.categoryId)) throw categoryNotFound('categoryId', selector.categoryId);
-    query = query.where('id', '=', selector.categoryId.toLowerCase());
+    rows = await categoryById.execute(tx, { org_id: orgId, id: selector.categoryId.toLowerCase() });
   } else if (selector.categoryName !== undefined) {
-    query = query.where((eb) => eb(eb.fn('lower', ['name']), '=', selector.categoryName!.toLowerCase()));
+    rows = await categoryByName.execute(tx, { org_id: orgId, name: selector.categoryName.toLowerCase() });
   } else {
-    query = query.where('is_system', '=', 1).where('name', '=', UNCATEGORIZED.name);
+    rows = await uncategorized.execute(tx, { org_id: orgId });
   }
-  const row = await query.executeTakeFirst();
-  if (row) return row;
+  const row = rows[0];
+  if (row) {
+    // Cached only once the reading transaction committed, so a category created in a transaction
+    // that later rolls back is never served.
+    tx.afterCommit(() => {
+      if (categoryCache.size > 100_000) categoryCache.clear();
+      categoryCache.set(key, row);
+    });
+    return row;
+  }
   if (selector.categoryId !== undefined) throw categoryNotFound('categoryId', selector.categoryId);
   if (selector.categoryName !== undefined) throw categoryNotFound('categoryName', selector.categoryName);
   throw new Error(`Organization ${orgId} has no Uncategorized category.`);

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../../db/connect.js';
-import { newId, nowIso } from '../shared/ids.js';
+import { preparedQuery } from '../../db/prepared.js';
+import { nowIso } from '../shared/ids.js';
 import { type EventBus, PG_EVENT_CHANNEL } from './bus.js';
 
 export const API_VERSION = '1.0.0';
@@ -18,25 +19,58 @@ export interface EventEnvelope {
   data: Record<string, unknown>;
 }
 
-/**
- * Writes an event in the transaction of the state change it describes. The org's stream offset is
- * taken by incrementing the org row, which holds that row's lock until commit: offsets of one org
- * therefore commit in increasing order and a reader resuming "after N" can never skip one.
- */
-export async function appendEvent(
-  tx: Tx,
-  bus: EventBus,
-  input: { orgId: string; emergencyId: string; eventType: EmergencyEventType; sequence: number; data: Record<string, unknown> },
-): Promise<EventEnvelope> {
-  const bumped = await tx.db
+const bumpOffset = preparedQuery((db, p: (name: 'org_id') => any) =>
+  db
     .updateTable('orgs')
     .set((eb) => ({ event_offset: eb('event_offset', '+', 1) }))
-    .where('id', '=', input.orgId)
-    .returning('event_offset')
-    .executeTakeFirstOrThrow();
-  const offset = Number(bumped.event_offset);
+    .where('id', '=', p('org_id'))
+    .returning('event_offset'),
+);
+
+const insertEvent = preparedQuery((db, p) =>
+  db.insertInto('events').values({
+    id: p('id'),
+    org_id: p('org_id'),
+    stream_offset: p('stream_offset'),
+    emergency_id: p('emergency_id'),
+    event_type: p('event_type'),
+    sequence: p('sequence'),
+    payload: p('payload'),
+    created_at: p('created_at'),
+  }),
+);
+
+/**
+ * PostgreSQL: offset, event row and wake-up in one statement, so the org row stays locked for one
+ * round trip plus the commit. The notification is delivered only if and when the transaction commits.
+ */
+const appendEventPg = preparedQuery((db, p) =>
+  sql<{ stream_offset: number }>`
+    with bumped as (
+      update orgs set event_offset = event_offset + 1 where id = ${p('org_id')} returning event_offset
+    ), inserted as (
+      insert into events (id, org_id, stream_offset, emergency_id, event_type, sequence, payload, created_at)
+      select ${p('id')}, ${p('org_id')}, event_offset, ${p('emergency_id')}, ${p('event_type')}, ${p('sequence')}::integer, ${p('payload')}, ${p('created_at')}
+      from bumped
+      returning stream_offset
+    )
+    select stream_offset, pg_notify(${PG_EVENT_CHANNEL}, json_build_object('orgId', ${p('org_id')}::text, 'offset', stream_offset)::text)
+    from inserted`.compile(db),
+);
+
+export interface EventInput {
+  eventId: string;
+  orgId: string;
+  emergencyId: string;
+  eventType: EmergencyEventType;
+  sequence: number;
+  data: Record<string, unknown>;
+}
+
+/** The envelope of an event and its row without the stream offset (assigned when it is written). */
+export function eventRow(input: EventInput) {
   const envelope: EventEnvelope = {
-    eventId: newId(),
+    eventId: input.eventId,
     eventType: input.eventType,
     apiVersion: API_VERSION,
     createdAt: nowIso(),
@@ -45,22 +79,40 @@ export async function appendEvent(
     sequence: input.sequence,
     data: input.data,
   };
-  await tx.db
-    .insertInto('events')
-    .values({
-      id: envelope.eventId,
-      org_id: input.orgId,
-      stream_offset: offset,
-      emergency_id: input.emergencyId,
-      event_type: input.eventType,
-      sequence: input.sequence,
-      payload: JSON.stringify(envelope),
-      created_at: envelope.createdAt,
-    })
-    .execute();
+  const row = {
+    id: envelope.eventId,
+    org_id: input.orgId,
+    emergency_id: input.emergencyId,
+    event_type: input.eventType,
+    sequence: input.sequence,
+    payload: JSON.stringify(envelope),
+    created_at: envelope.createdAt,
+  };
+  return { envelope, row };
+}
+
+/**
+ * Writes an event in the transaction of the state change it describes. The org's stream offset is
+ * taken by incrementing the org row, which holds that row's lock until commit: offsets of one org
+ * therefore commit in increasing order and a reader resuming "after N" can never skip one. Callers
+ * write the event last in their transaction for that reason.
+ */
+export async function appendEvent(
+  tx: Tx,
+  bus: EventBus,
+  input: EventInput,
+): Promise<EventEnvelope> {
+  const { envelope, row } = eventRow(input);
+  let offset: number;
   if (tx.dialect === 'postgres') {
-    // Delivered by PostgreSQL only if and when this transaction commits: wakes other instances.
-    await sql`select pg_notify(${PG_EVENT_CHANNEL}, ${JSON.stringify({ orgId: input.orgId, offset })})`.execute(tx.db);
+    const [appended] = await appendEventPg.execute(tx, row);
+    if (!appended) throw new Error(`Organization ${input.orgId} does not exist.`);
+    offset = Number(appended.stream_offset);
+  } else {
+    const [bumped] = await bumpOffset.execute(tx, { org_id: input.orgId });
+    if (!bumped) throw new Error(`Organization ${input.orgId} does not exist.`);
+    offset = Number(bumped.event_offset);
+    await insertEvent.execute(tx, { ...row, stream_offset: offset });
   }
   tx.afterCommit(() => bus.committed({ orgId: input.orgId, offset }));
   return envelope;

@@ -160,6 +160,8 @@ export async function listApiKeys(ctx: AppContext): Promise<KeyRecord[]> {
 
 interface CachedKey {
   row: ApiKeyTable | undefined;
+  /** The principal built from `row`, shared by the requests served from this entry (it is immutable). */
+  principal?: Principal;
   fetchedAt: number;
   lastUsedWrittenAt: number;
 }
@@ -200,7 +202,7 @@ export class KeyAuthenticator {
         .execute()
         .catch(() => undefined);
     }
-    return {
+    entry.principal ??= {
       kind: 'api_key',
       keyId: row.id,
       keyName: row.name,
@@ -209,5 +211,6 @@ export class KeyAuthenticator {
       allowedOrgIds: fromJson<string[]>(row.allowed_org_ids),
       permissions: new Set(row.permissions.split(',')),
     };
+    return entry.principal;
   }
 }

@@ -1,0 +1,53 @@
+// Baseline: the least a declare can cost on PostgreSQL — a bare Fastify handler doing two inserts in
+// one transaction through a `pg` Pool (the service's pool size), without any query builder.
+// BASELINE_PG_URL names the database; the tables live in a schema of their own, dropped at exit.
+import { randomUUID } from 'node:crypto';
+import Fastify from 'fastify';
+import pg from 'pg';
+
+const url = process.env.BASELINE_PG_URL;
+if (!url) throw new Error('BASELINE_PG_URL is required');
+const schema = `bench_pg_baseline_${process.pid}`;
+const setup = new pg.Client({ connectionString: url });
+await setup.connect();
+await setup.query(`create schema ${schema}`);
+await setup.query(`create table ${schema}.a (id text primary key, org_id text, body text, created_at text)`);
+await setup.query(`create table ${schema}.b (id text primary key, a_id text, payload text, created_at text)`);
+await setup.end();
+
+const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path=${schema}` });
+
+async function twoInserts(body: string): Promise<string> {
+  const id = randomUUID();
+  const now = new Date().toISOString();
+  const client = await pool.connect();
+  try {
+    await client.query('begin');
+    await client.query('insert into a values ($1, $2, $3, $4)', [id, 'org', body, now]);
+    await client.query('insert into b values ($1, $2, $3, $4)', [randomUUID(), id, body, now]);
+    await client.query('commit');
+    return id;
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+const app = Fastify();
+app.post('/insert', async (req, reply) => reply.code(201).send({ id: await twoInserts(JSON.stringify(req.body)) }));
+app.get('/health', async () => ({ ok: true }));
+await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' });
+
+async function shutdown() {
+  await app.close();
+  await pool.end();
+  const cleanup = new pg.Client({ connectionString: url });
+  await cleanup.connect();
+  await cleanup.query(`drop schema ${schema} cascade`);
+  await cleanup.end();
+  process.exit(0);
+}
+process.once('SIGTERM', () => void shutdown());
+process.once('SIGINT', () => void shutdown());

@@ -1,0 +1,51 @@
+import type { Compilable, CompiledQuery, Kysely } from 'kysely';
+import type { Dialect } from './connect.js';
+import type { Database } from './types.js';
+
+const SENTINEL_PREFIX = '\u0000prepared-param:';
+
+/** A value placeholder of a prepared query; typed `any` so it fits any column of the builder. */
+type Param<N extends string> = (name: N) => any;
+
+/**
+ * A query of fixed shape whose SQL is built by Kysely once per dialect and then only re-bound to new
+ * values. Building a query (parsing references, creating and freezing operation nodes, compiling)
+ * costs more than SQLite takes to run a short statement, so the hot paths (declare, get) build theirs
+ * once. The builder names each varying value with `p('name')`; every other value stays as built.
+ * Values must not change the query's shape: pass null (never undefined) for absent optional values.
+ */
+export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>, p: Param<N>) => Compilable<R> | CompiledQuery<R>) {
+  const compiled = new Map<Dialect, { query: CompiledQuery<R>; slots: (N | { constant: unknown })[] }>();
+
+  function compile(target: { db: Kysely<Database>; dialect: Dialect }) {
+    let entry = compiled.get(target.dialect);
+    if (!entry) {
+      const built = build(target.db, (name) => `${SENTINEL_PREFIX}${name}`);
+      const query = 'compile' in built ? built.compile() : built;
+      const slots = query.parameters.map((value) =>
+        typeof value === 'string' && value.startsWith(SENTINEL_PREFIX) ? (value.slice(SENTINEL_PREFIX.length) as N) : { constant: value },
+      );
+      entry = { query, slots };
+      compiled.set(target.dialect, entry);
+    }
+    return entry;
+  }
+
+  return {
+    /** The compiled query bound to `values`, to run with `target.db.executeQuery`. */
+    bind(target: { db: Kysely<Database>; dialect: Dialect }, values: Record<N, unknown>): CompiledQuery<R> {
+      const { query, slots } = compile(target);
+      const parameters = slots.map((slot) => {
+        if (typeof slot !== 'string') return slot.constant;
+        const value = values[slot];
+        if (value === undefined) throw new Error(`prepared query: no value for ${slot}`);
+        return value;
+      });
+      return { ...query, parameters };
+    },
+    async execute(target: { db: Kysely<Database>; dialect: Dialect }, values: Record<N, unknown>): Promise<R[]> {
+      const result = await target.db.executeQuery(this.bind(target, values));
+      return result.rows;
+    },
+  };
+}

@@ -1,0 +1,113 @@
+import type BetterSqlite3 from 'better-sqlite3';
+import type { Kysely } from 'kysely';
+import type { Tx } from './connect.js';
+import type { Database } from './types.js';
+
+/** Most transactions committed together; bounds the latency one batch adds to its first request. */
+const MAX_BATCH = 128;
+
+interface Job {
+  fn: (tx: Tx) => Promise<unknown>;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+type Outcome = { job: Job; ok: true; value: unknown; afterCommit: (() => void)[] } | { job: Job; ok: false; error: unknown };
+
+/**
+ * Group commit for the single SQLite connection. Each commit costs a WAL append of every page the
+ * transaction touched plus BEGIN/COMMIT round trips through the driver; with many requests waiting,
+ * that per-commit cost dominates. Transactions that queued while the previous batch ran are run one
+ * after another inside one SQLite transaction, each under its own savepoint:
+ *
+ * - a transaction that throws is rolled back to its savepoint alone and gets its own error; the
+ *   others in the batch are unaffected;
+ * - nothing is acknowledged before the batch has committed: results are handed back (and afterCommit
+ *   callbacks run, in order) only after COMMIT returns; if COMMIT fails, every transaction of the
+ *   batch fails;
+ * - transactions run strictly one at a time in queue order, exactly as separate transactions would,
+ *   so per-org event offsets stay gap-free and commit in increasing order.
+ *
+ * A batch starts right after the I/O phase that queued its first transaction.
+ */
+export class SqliteGroupCommitter {
+  private readonly queue: Job[] = [];
+  private draining = false;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly sqlite: BetterSqlite3.Database,
+  ) {}
+
+  run<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      if (this.draining) return;
+      this.draining = true;
+      // better-sqlite3 is synchronous, so a whole transaction runs in microtasks without yielding to
+      // I/O: started at once, every batch would hold one transaction. Starting after the current
+      // I/O phase lets the requests that arrived together queue first; it delays nothing else.
+      setImmediate(() => void this.drain());
+    });
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length > 0) await this.runBatch(this.queue.splice(0, MAX_BATCH));
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private async runBatch(batch: Job[]): Promise<void> {
+    const outcomes: Outcome[] = [];
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        if (batch.length === 1) {
+          // Alone in its batch: an ordinary transaction, rolled back whole if it throws.
+          const afterCommit: (() => void)[] = [];
+          const value = await batch[0]!.fn({ db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb) });
+          outcomes.push({ job: batch[0]!, ok: true, value, afterCommit });
+          return;
+        }
+        for (const job of batch) outcomes.push(await this.runInSavepoint(trx, job));
+      });
+    } catch (error) {
+      // Not committed: the transactions that had succeeded fail with the cause; the others keep their own error.
+      for (const job of batch) {
+        const own = outcomes.find((o) => o.job === job);
+        job.reject(own && !own.ok ? own.error : error);
+      }
+      return;
+    }
+    for (const outcome of outcomes) {
+      if (!outcome.ok) {
+        outcome.job.reject(outcome.error);
+        continue;
+      }
+      try {
+        for (const cb of outcome.afterCommit) cb();
+        outcome.job.resolve(outcome.value);
+      } catch (err) {
+        outcome.job.reject(err);
+      }
+    }
+  }
+
+  private async runInSavepoint(trx: Kysely<Database>, job: Job): Promise<Outcome> {
+    // The batch holds Kysely's connection lock, so these statements run on the batch's transaction.
+    this.sqlite.exec('savepoint group_commit_job');
+    const afterCommit: (() => void)[] = [];
+    try {
+      const value = await job.fn({ db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb) });
+      this.sqlite.exec('release group_commit_job');
+      return { job, ok: true, value, afterCommit };
+    } catch (error) {
+      // If SQLite already rolled back the whole transaction (I/O error, disk full), these throw and
+      // the batch fails as a whole, which is the truth.
+      this.sqlite.exec('rollback to group_commit_job');
+      this.sqlite.exec('release group_commit_job');
+      return { job, ok: false, error };
+    }
+  }
+}

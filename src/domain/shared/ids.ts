@@ -1,5 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
 const randomPool = Buffer.alloc(8 * 512);
 let randomAt = randomPool.length;
 let lastMs = 0;
@@ -29,11 +30,17 @@ export function newId(): string {
     randomFillSync(randomPool);
     randomAt = 0;
   }
-  const random = randomPool.toString('hex', randomAt, randomAt + 8);
+  const r = randomAt;
   randomAt += 8;
-  const time = ms.toString(16).padStart(12, '0');
-  const variant = ((parseInt(random[0]!, 16) & 0x3) | 0x8).toString(16);
-  return `${time.slice(0, 8)}-${time.slice(8)}-7${counter.toString(16).padStart(3, '0')}-${variant}${random.slice(1, 4)}-${random.slice(4)}`;
+  const b = randomPool;
+  const high = Math.floor(ms / 0x10000);
+  return (
+    HEX[(high >>> 24) & 0xff]! + HEX[(high >>> 16) & 0xff]! + HEX[(high >>> 8) & 0xff]! + HEX[high & 0xff]! + '-' +
+    HEX[(ms >>> 8) & 0xff]! + HEX[ms & 0xff]! + '-' +
+    HEX[0x70 | (counter >>> 8)]! + HEX[counter & 0xff]! + '-' +
+    HEX[0x80 | (b[r]! & 0x3f)]! + HEX[b[r + 1]!]! + '-' +
+    HEX[b[r + 2]!]! + HEX[b[r + 3]!]! + HEX[b[r + 4]!]! + HEX[b[r + 5]!]! + HEX[b[r + 6]!]! + HEX[b[r + 7]!]!
+  );
 }
 
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;

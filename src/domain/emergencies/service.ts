@@ -8,7 +8,7 @@ import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { auditRow, principalActor, recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
-import { appendEvent, type EmergencyEventType, eventRow } from '../events/append.js';
+import { appendEvent, appendEventClauses, type EmergencyEventType, eventRow } from '../events/append.js';
 import { PG_EVENT_CHANNEL } from '../events/bus.js';
 import { decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
@@ -154,16 +154,7 @@ const declarePg = preparedQuery((db, p) =>
     ), audit as (
       insert into audit_logs (id, org_id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type, resource_id, request_id, details)
       values (${p('audit_id')}, ${p('org_id')}, ${p('audit_occurred_at')}, ${p('audit_event_category')}, ${p('audit_event_type')}, ${p('audit_actor_type')}, ${p('audit_actor_id')}, ${p('audit_actor_name')}, ${p('audit_resource_type')}, ${p('audit_resource_id')}, ${p('audit_request_id')}, ${p('audit_details')})
-    ), bumped as (
-      update orgs set event_offset = event_offset + 1 where id = ${p('org_id')} returning event_offset
-    ), inserted as (
-      insert into events (id, org_id, stream_offset, emergency_id, event_type, sequence, payload, created_at)
-      select ${p('event_id')}, ${p('org_id')}, event_offset, ${p('id')}, ${p('event_type')}, ${p('sequence')}::integer, ${p('payload')}, ${p('event_created_at')}
-      from bumped
-      returning stream_offset
-    )
-    select stream_offset, pg_notify(${PG_EVENT_CHANNEL}, json_build_object('orgId', ${p('org_id')}::text, 'offset', stream_offset)::text)
-    from inserted`.compile(db),
+    ), ${appendEventClauses(p, { id: 'event_id', emergencyId: 'id', createdAt: 'event_created_at' })}`.compile(db),
 );
 
 async function declareInOneStatement(ctx: AppContext, caller: Caller, orgId: string, input: DeclareInput): Promise<EmergencyRecord> {

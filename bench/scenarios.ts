@@ -5,6 +5,7 @@
  * adding an entry here.
  */
 import type { Database, RowInput, Target } from './lib/report.js';
+import type { Result } from './lib/harness.js';
 
 export interface RunOptions {
   database: Database;
@@ -31,14 +32,7 @@ const atLeast = (threshold: number, on: Target['on'] = 'ratio'): Target => ({ on
 const below = (threshold: number): Target => ({ on: 'value', op: '<', threshold });
 
 /** A load result as bench/lib/harness.ts reports it. */
-interface LoadResult {
-  name: string;
-  requestsPerSec: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx: number;
-}
+type LoadResult = Pick<Result, 'name' | 'requestsPerSec' | 'p50' | 'p99' | 'errors' | 'non2xx'>;
 
 const isLoadResult = (x: any): x is LoadResult => x && typeof x === 'object' && typeof x.name === 'string' && typeof x.requestsPerSec === 'number';
 

@@ -12,7 +12,8 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
+import { pgDriver } from './pg-module.js';
 import { startSqliteCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteGroupCommitter } from './sqlite-group-commit.js';
 import type { Database } from './types.js';
@@ -89,9 +90,6 @@ class ImmediateSqliteDialect extends SqliteDialect {
   }
 }
 
-// Counts and sums come back from pg as strings (int8); they are small here, so parse them as numbers.
-pg.types.setTypeParser(20, (v) => Number(v));
-
 export function openDatabase(url: string): DbHandle {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length);
@@ -131,7 +129,7 @@ export function openDatabase(url: string): DbHandle {
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error('DATABASE_URL schema must be a lowercase identifier');
     clientConfig.options = `-c search_path=${schema}`;
   }
-  const pool = new pg.Pool({ ...clientConfig, max: 10 });
+  const pool = new (pgDriver().Pool)({ ...clientConfig, max: 10 });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
   return { db, dialect: 'postgres', describe, pgConfig: clientConfig, pgSchema: schema ?? undefined, close: () => db.destroy() };

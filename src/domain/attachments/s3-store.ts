@@ -1,4 +1,5 @@
-import { GetObjectCommand, NoSuchKey, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createRequire } from 'node:module';
+import type * as S3 from '@aws-sdk/client-s3';
 import { type AttachmentStore, contentAddressedKey, type StoredObjectInput } from './store.js';
 
 export interface S3StoreOptions {
@@ -16,11 +17,13 @@ export interface S3StoreOptions {
  */
 export class S3AttachmentStore implements AttachmentStore {
   readonly description: string;
-  private readonly client: S3Client;
+  private readonly client: S3.S3Client;
+  /** Loaded only when an S3 store is configured: the SDK costs tens of MB of memory in every process. */
+  private readonly sdk = createRequire(import.meta.url)('@aws-sdk/client-s3') as typeof S3;
 
   constructor(private readonly options: S3StoreOptions) {
     this.description = `s3://${options.bucket}/${options.prefix}${options.endpoint ? ` at ${new URL(options.endpoint).host}` : ''}`;
-    this.client = new S3Client({
+    this.client = new this.sdk.S3Client({
       region: options.region,
       endpoint: options.endpoint,
       forcePathStyle: options.forcePathStyle,
@@ -36,7 +39,7 @@ export class S3AttachmentStore implements AttachmentStore {
   async put(object: StoredObjectInput): Promise<string> {
     const key = this.keyOf(contentAddressedKey(object.sha256, object.extension));
     await this.client.send(
-      new PutObjectCommand({
+      new this.sdk.PutObjectCommand({
         Bucket: this.options.bucket,
         Key: key,
         Body: object.bytes,
@@ -52,13 +55,13 @@ export class S3AttachmentStore implements AttachmentStore {
 
   async get(key: string): Promise<Buffer | null> {
     try {
-      const result = await this.client.send(new GetObjectCommand({ Bucket: this.options.bucket, Key: key }), {
+      const result = await this.client.send(new this.sdk.GetObjectCommand({ Bucket: this.options.bucket, Key: key }), {
         abortSignal: AbortSignal.timeout(30_000),
       });
       if (!result.Body) return null;
       return Buffer.from(await result.Body.transformToByteArray());
     } catch (err) {
-      if (err instanceof NoSuchKey || (err as { name?: string }).name === 'NoSuchKey') return null;
+      if (err instanceof this.sdk.NoSuchKey || (err as { name?: string }).name === 'NoSuchKey') return null;
       throw err;
     }
   }

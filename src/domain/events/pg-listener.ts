@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { pgDriver } from '../../db/pg-module.js';
 import type { AppContext } from '../../context.js';
 import { type CommittedEvent, PG_EVENT_CHANNEL } from './bus.js';
 
@@ -17,7 +18,7 @@ export function startPgEventListener(ctx: AppContext): () => Promise<void> {
 
   const connect = async () => {
     if (stopped) return;
-    const next = new pg.Client(ctx.db.pgConfig);
+    const next = new (pgDriver().Client)(ctx.db.pgConfig);
     next.on('notification', (msg) => {
       if (msg.channel !== PG_EVENT_CHANNEL || !msg.payload) return;
       try {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
@@ -18,6 +18,7 @@ import { RateLimiter } from './http/rate-limit.js';
 import { messageRoutes } from './http/routes/messages.js';
 import { zodValidatorCompiler } from './http/validation.js';
 import { mcpRoutes } from './mcp/plugin.js';
+import { DeferredChildLogger } from './observability/deferred-logger.js';
 import { Metrics } from './observability/metrics.js';
 
 export const API_PREFIX = '/api/public/v1';
@@ -50,6 +51,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       const incoming = req.headers['x-request-id'];
       return typeof incoming === 'string' && REQUEST_ID.test(incoming) ? incoming : randomUUID();
     },
+    // Request loggers are created lazily (see DeferredChildLogger); without a logger there is nothing to defer.
+    ...(ctx.config.LOG_LEVEL === 'silent'
+      ? {}
+      : {
+          childLoggerFactory: (logger: FastifyBaseLogger, bindings: Record<string, unknown>, options: object) =>
+            Object.keys(options).length > 0
+              ? logger.child(bindings, options)
+              : new DeferredChildLogger(logger as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }, bindings),
+        }),
     requestTimeout: 30_000,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,

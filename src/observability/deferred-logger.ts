@@ -1,0 +1,68 @@
+import type { FastifyBaseLogger } from 'fastify';
+
+type Bindings = Parameters<FastifyBaseLogger['child']>[0];
+type ChildLoggerOptions = NonNullable<Parameters<FastifyBaseLogger['child']>[1]>;
+
+type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
+type LogFn = FastifyBaseLogger['info'];
+
+/**
+ * A request's logger, created for every request with its request id (and, once authenticated, its
+ * key id and org id). A pino child serializes its bindings and rebuilds its level methods when it is
+ * created, which costs more than serving a cached read; this one only collects the bindings and
+ * creates the pino child the first time a line at an enabled level is written. A request that logs
+ * nothing (every request, at LOG_LEVEL=warn, that succeeds) never pays for it.
+ */
+export class DeferredChildLogger implements FastifyBaseLogger {
+  private real: FastifyBaseLogger | null = null;
+
+  constructor(
+    private readonly parent: FastifyBaseLogger & { isLevelEnabled(level: string): boolean },
+    private readonly bindings: Bindings,
+  ) {}
+
+  get level(): string {
+    return this.real?.level ?? this.parent.level;
+  }
+
+  set level(level: string) {
+    this.materialize().level = level;
+  }
+
+  private materialize(): FastifyBaseLogger {
+    this.real ??= this.parent.child(this.bindings);
+    return this.real;
+  }
+
+  private write(level: Level, args: Parameters<LogFn>): void {
+    if (this.real) return (this.real[level] as (...a: unknown[]) => void)(...args);
+    if (!this.parent.isLevelEnabled(level)) return;
+    (this.materialize()[level] as (...a: unknown[]) => void)(...args);
+  }
+
+  fatal(...args: Parameters<LogFn>): void {
+    this.write('fatal', args);
+  }
+  error(...args: Parameters<LogFn>): void {
+    this.write('error', args);
+  }
+  warn(...args: Parameters<LogFn>): void {
+    this.write('warn', args);
+  }
+  info(...args: Parameters<LogFn>): void {
+    this.write('info', args);
+  }
+  debug(...args: Parameters<LogFn>): void {
+    this.write('debug', args);
+  }
+  trace(...args: Parameters<LogFn>): void {
+    this.write('trace', args);
+  }
+  silent(): void {}
+
+  child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
+    // Options (a route's own level or serializers) need a real pino child; the service sets none.
+    if (options && Object.keys(options).length > 0) return this.materialize().child(bindings, options);
+    return new DeferredChildLogger(this.parent, { ...this.bindings, ...bindings });
+  }
+}

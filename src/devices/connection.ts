@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { AuthenticatedDevice } from '../domain/devices/schema.js';
 import { eventFrame, pingFrame } from './protocol.js';
@@ -26,6 +27,8 @@ export class DeviceConnection {
     readonly id: string,
     readonly device: AuthenticatedDevice,
     readonly ws: WebSocket,
+    /** The upgraded connection under `ws`: live frames, framed once per event, are written to it directly. */
+    private readonly socket: Duplex,
     startAfter: number,
     private readonly limits: ConnectionLimits,
   ) {
@@ -36,23 +39,34 @@ export class DeviceConnection {
     return !this.closing && this.ws.readyState === this.ws.OPEN;
   }
 
-  /** Sends one event frame unless it was already sent. Returns false once the connection is unusable. */
-  sendEvent(offset: number, frame: Buffer, live: boolean): boolean {
+  /**
+   * Writes one live event, already framed for the wire (see wireTextFrame), unless it was already
+   * sent. With compression off, ws writes every frame whole and at once, so a frame written to the
+   * socket here never lands inside another. Returns false once the connection is unusable.
+   */
+  sendLive(offset: number, wire: Buffer): boolean {
     if (!this.open) return false;
     if (offset <= this.lastSent) return true;
-    // Only a replay waits for its writes to drain; live fan-out skips the per-write callback.
-    if (live) this.ws.send(frame, TEXT);
-    else this.ws.send(frame, TEXT, this.onWritten);
+    this.socket.write(wire);
     this.lastSent = offset;
-    if (live && this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
+    if (this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
       this.close(4429, 'too slow: send buffer limit exceeded; reconnect with after');
       return false;
     }
     return true;
   }
 
+  /** Sends one replayed event frame unless it was already sent; `drained()` waits for its write. */
+  private sendReplayed(offset: number, frame: Buffer): boolean {
+    if (!this.open) return false;
+    if (offset <= this.lastSent) return true;
+    this.ws.send(frame, TEXT, this.onWritten);
+    this.lastSent = offset;
+    return true;
+  }
+
   sendStored(offset: number, payload: string): boolean {
-    return this.sendEvent(offset, eventFrame(offset, payload), false);
+    return this.sendReplayed(offset, eventFrame(offset, payload));
   }
 
   private writeWaiters: (() => void)[] = [];

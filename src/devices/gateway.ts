@@ -143,11 +143,11 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     if (stopping) return refuseUpgrade(socket, 503, 'unavailable', 'The server is shutting down; reconnect shortly.', requestId);
     const authenticated = device;
     const streamEnd = end;
-    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, authenticated, startAfter, streamEnd));
+    wss.handleUpgrade(req, socket, head, (ws) => accept(ws, socket, authenticated, startAfter, streamEnd));
   }
 
-  function accept(ws: WebSocket, device: AuthenticatedDevice, startAfter: number, end: number): void {
-    const conn = new DeviceConnection(randomUUID(), device, ws, startAfter, { maxBufferedBytes: options.maxBufferedBytes, closeGraceMs: options.closeGraceMs });
+  function accept(ws: WebSocket, socket: Duplex, device: AuthenticatedDevice, startAfter: number, end: number): void {
+    const conn = new DeviceConnection(randomUUID(), device, ws, socket, startAfter, { maxBufferedBytes: options.maxBufferedBytes, closeGraceMs: options.closeGraceMs });
     // One logical stream per device: a newer connection (a reconnect racing the old socket's
     // timeout) replaces the older one on this instance.
     connections.get(device.id)?.close(CloseCode.replaced, 'replaced by a newer connection of this device');

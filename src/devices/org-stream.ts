@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.js';
 import type { DeviceConnection } from './connection.js';
 import { eventsAfter } from './event-reader.js';
-import { eventFrame } from './protocol.js';
+import { eventFrame, wireTextFrame } from './protocol.js';
 
 export interface OrgStreamOptions {
   /** Rows read per query, by the live reader and by a replay. */
@@ -61,9 +61,9 @@ export class OrgStream {
         while (this.live.size > 0 && this.readOffset !== null) {
           const rows = await eventsAfter(this.db, this.orgId, this.readOffset, this.options.pageSize);
           for (const row of rows) {
-            const frame = eventFrame(row.offset, row.payload);
+            const wire = wireTextFrame(eventFrame(row.offset, row.payload));
             for (const conn of this.live) {
-              if (!conn.sendEvent(row.offset, frame, true)) this.live.delete(conn);
+              if (!conn.sendLive(row.offset, wire)) this.live.delete(conn);
             }
             this.options.onLiveEvent?.(row.createdAtMs);
             this.readOffset = row.offset;

@@ -5,6 +5,8 @@
  * Device frames: {"type":"ack","offset":N} (recorded as the acknowledged offset) and
  * {"type":"pong"}; any frame, and any WebSocket pong, counts as a sign of life.
  */
+import * as ws from 'ws';
+
 export const DEVICE_STREAM_PATH = '/devices/v1/stream';
 
 /** Close codes, 4000 + the closest HTTP status, so firmware can map them without a table lookup. */
@@ -32,6 +34,19 @@ export const pingFrame = (): Buffer => PING_FRAME;
  */
 export function eventFrame(offset: number, payload: string): Buffer {
   return Buffer.from(`{"type":"event","offset":${offset},"event":${payload}}`);
+}
+
+/** ws's framing function (public in ws, absent from its type definitions). */
+const { Sender } = ws as unknown as {
+  Sender: { frame(data: Buffer, options: { fin: boolean; opcode: number; mask: boolean; readOnly: boolean; rsv1: boolean }): Buffer[] };
+};
+
+/**
+ * A text frame as it goes on the wire (server frames are unmasked, so the bytes are the same for
+ * every socket): a live event is framed once and the same buffer is written to each device.
+ */
+export function wireTextFrame(payload: Buffer): Buffer {
+  return Buffer.concat(Sender.frame(payload, { fin: true, opcode: 0x1, mask: false, readOnly: true, rsv1: false }));
 }
 
 export type DeviceFrame = { type: 'ack'; offset: number } | { type: 'pong' } | { type: 'other' };

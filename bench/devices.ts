@@ -104,6 +104,24 @@ async function startServerChild(databaseUrl: string): Promise<ServerChild> {
   };
 }
 
+/** Cumulative bucket counts of the server's device_event_latency_seconds histogram (commit → written to every socket). */
+async function serverFanOutBuckets(base: string): Promise<Map<number, number>> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const buckets = new Map<number, number>();
+  for (const m of text.matchAll(/^device_event_latency_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) {
+    buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
+  }
+  return buckets;
+}
+
+/** The smallest bucket bound holding quantile q of the events between two scrapes, in ms. */
+function bucketQuantileMs(before: Map<number, number>, after: Map<number, number>, q: number): number {
+  const bounds = [...after.keys()].sort((a, b) => a - b);
+  const total = (after.get(Infinity) ?? 0) - (before.get(Infinity) ?? 0);
+  for (const le of bounds) if ((after.get(le) ?? 0) - (before.get(le) ?? 0) >= q * total) return le * 1000;
+  return Infinity;
+}
+
 async function provision(ctx: AppContext, devices: number) {
   const partnerId = (await createPartner(ctx, { name: 'Bench partner' })).id;
   const enterpriseId = (await createEnterprise(ctx, { partnerId, name: 'Bench enterprise' })).id;
@@ -218,13 +236,19 @@ async function main() {
       summarize('declare HTTP round trip', single.roundTrips);
       const singleFrame = summarize('declare → frame (1 device)', single.perDelivery);
       console.log(`\n${LATENCY_DEVICES} connected devices of one org, ${DECLARES} sequential declares`);
+      const metricsBefore = await serverFanOutBuckets(server.url);
       const many = await latencyRun(server, ctx, LATENCY_DEVICES, DECLARES);
+      const metricsAfter = await serverFanOutBuckets(server.url);
       summarize('declare HTTP round trip', many.roundTrips);
       const all = summarize(`declare → frame, every delivery (${LATENCY_DEVICES}/declare)`, many.perDelivery);
       summarize('declare → frame, first device', many.first);
       summarize('declare → frame, last device (fan-out done)', many.last);
       console.log(`  missing deliveries: ${many.missing}`);
-      report.latency = { devices: LATENCY_DEVICES, declares: DECLARES, singleDeviceFrameMs: singleFrame, everyDeliveryMs: all, missing: many.missing };
+      // The server's own view (its /metrics histogram): from the commit until the frame has been
+      // written to all of the org's sockets, before any client reads it. Bucket bounds, not exact values.
+      const serverSide = { p50AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.5), p99AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.99) };
+      console.log(`  server side, commit → written to all ${LATENCY_DEVICES} sockets: p50 <= ${serverSide.p50AtMostMs} ms, p99 <= ${serverSide.p99AtMostMs} ms (histogram buckets)`);
+      report.latency = { devices: LATENCY_DEVICES, declares: DECLARES, singleDeviceFrameMs: singleFrame, everyDeliveryMs: all, lastDeviceMs: summarizeQuiet(many.last), serverCommitToAllWrittenMs: serverSide, missing: many.missing };
       console.log(`  p99 target < 5 ms: ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); p50 ratio to 1-device baseline: ${(all.p50 / summarizeQuiet(single.perDelivery)).toFixed(1)}x`);
     } finally {
       await server.stop();

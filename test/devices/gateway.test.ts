@@ -159,7 +159,7 @@ describe('device gateway', () => {
       const silent = await connectDevice(quick.wsUrl, device.token, { autoPong: false });
       await silent.until(() => silent.frames.some((f) => f.type === 'ping'), 2_000, 'a ping frame');
       assert.deepEqual(silent.frames.find((f) => f.type === 'ping'), { type: 'ping' });
-      await silent.closed;
+      await silent.until(() => silent.closeCode !== null, 10_000, 'the silent device to be dropped');
       assert.equal(silent.closeCode, 4408);
 
       // A device that answers (here with WebSocket pongs and pong frames) stays connected.
@@ -186,7 +186,8 @@ describe('device gateway', () => {
         assert.equal((await api.post(`/orgs/${org.orgId}/emergencies`, { metadata })).status, 201);
       });
       slow.ws.resume();
-      await slow.closed;
+      // Bounded: a server that never cuts the device off must fail this test, not hang the suite.
+      await slow.until(() => slow.closeCode !== null, 60_000, 'the server to disconnect the slow device');
       assert.equal(slow.closeCode, 4429);
       const got = slow.offsets();
       assert.ok(got.length < declared, `the slow device was cut off (got ${got.length} of ${declared})`);

@@ -3,10 +3,12 @@ FROM node:24-bookworm-slim AS build
 WORKDIR /app
 # better-sqlite3 compiles its native addon during npm ci.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json ./
+# npm ci compiles the TypeScript sources into dist/ (the prepare script), so they come in first.
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY src ./src
 RUN npm ci
 COPY . .
-RUN npm run typecheck && npm prune --omit=dev
+RUN npm run build && npm run typecheck && npm prune --omit=dev
 
 FROM node:24-bookworm-slim
 WORKDIR /app

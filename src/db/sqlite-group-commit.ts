@@ -33,11 +33,19 @@ type Outcome = { job: Job; ok: true; value: unknown; afterCommit: (() => void)[]
 export class SqliteGroupCommitter {
   private readonly queue: Job[] = [];
   private draining = false;
+  /** Prepared once: exec() would parse these statements again for every job of every batch. */
+  private readonly savepoint: BetterSqlite3.Statement;
+  private readonly release: BetterSqlite3.Statement;
+  private readonly rollbackTo: BetterSqlite3.Statement;
 
   constructor(
     private readonly db: Kysely<Database>,
-    private readonly sqlite: BetterSqlite3.Database,
-  ) {}
+    sqlite: BetterSqlite3.Database,
+  ) {
+    this.savepoint = sqlite.prepare('savepoint group_commit_job');
+    this.release = sqlite.prepare('release group_commit_job');
+    this.rollbackTo = sqlite.prepare('rollback to group_commit_job');
+  }
 
   run<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
@@ -96,17 +104,17 @@ export class SqliteGroupCommitter {
 
   private async runInSavepoint(trx: Kysely<Database>, job: Job): Promise<Outcome> {
     // The batch holds Kysely's connection lock, so these statements run on the batch's transaction.
-    this.sqlite.exec('savepoint group_commit_job');
+    this.savepoint.run();
     const afterCommit: (() => void)[] = [];
     try {
       const value = await job.fn({ db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb) });
-      this.sqlite.exec('release group_commit_job');
+      this.release.run();
       return { job, ok: true, value, afterCommit };
     } catch (error) {
       // If SQLite already rolled back the whole transaction (I/O error, disk full), these throw and
       // the batch fails as a whole, which is the truth.
-      this.sqlite.exec('rollback to group_commit_job');
-      this.sqlite.exec('release group_commit_job');
+      this.rollbackTo.run();
+      this.release.run();
       return { job, ok: false, error };
     }
   }

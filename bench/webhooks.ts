@@ -2,13 +2,14 @@
  * Webhook delivery benchmark: sustained deliveries/s to a loopback receiver and the latency from an
  * event's commit to the arrival of its first delivery attempt.
  *
- *   node --import tsx bench/webhooks.ts            # 60 s, 200 events/s x 10 subscriptions, temporary SQLite file
+ *   node --import tsx bench/webhooks.ts            # 60 s, 250 events/s x 10 subscriptions, temporary SQLite file
  *   DURATION=10 EVENTS_PER_SEC=300 SUBSCRIPTIONS=8 node --import tsx bench/webhooks.ts
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/test node --import tsx bench/webhooks.ts   (a fresh schema)
  *   Other knobs: ORGS (4), DRAIN_SECONDS (60, wait for the backlog after the window), BENCH_LOG_LEVEL (error).
  *
  * Every event goes to every subscription (partner-level subscriptions), so deliveries/s is
- * EVENTS_PER_SEC x SUBSCRIPTIONS when the dispatcher keeps up; `deliveriesPerSecondInWindow` counts
+ * EVENTS_PER_SEC x SUBSCRIPTIONS when the dispatcher keeps up (2,500/s by default: more than the 2,000/s
+ * target, so meeting it is measured rather than capped by the offered load); `deliveriesPerSecondInWindow` counts
  * first arrivals inside the window, and `drainAfterWindowSeconds` shows any backlog left at its end.
  * Events are declared through the service layer in this process (no HTTP in front), and the
  * dispatcher runs in the same process, as it does inside `serve`. The receiver runs in a worker
@@ -84,7 +85,7 @@ async function baselinePosts(url: string, concurrency: number, seconds: number):
 
 async function main(): Promise<void> {
   const duration = Number(process.env.DURATION ?? 60);
-  const eventsPerSec = Number(process.env.EVENTS_PER_SEC ?? 200);
+  const eventsPerSec = Number(process.env.EVENTS_PER_SEC ?? 250);
   const subscriptionCount = Number(process.env.SUBSCRIPTIONS ?? 10);
   const orgCount = Number(process.env.ORGS ?? 4);
 

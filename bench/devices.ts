@@ -15,7 +15,7 @@
  */
 import { execSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,6 +33,8 @@ import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/s
 const LATENCY_DEVICES = Number(process.env.BENCH_LATENCY_DEVICES ?? 1_000);
 const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
 const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
+/** About the size of an emergency.declared frame as the benchmark declares it. */
+const FRAME_BYTES = 900;
 /** `latency`, `idle` or both (default). */
 const PARTS = (process.env.BENCH_PARTS ?? 'latency,idle').split(',');
 const BIN = fileURLToPath(new URL('../bin/emergency-api.js', import.meta.url));
@@ -130,6 +132,59 @@ async function provision(ctx: AppContext, devices: number) {
   const tokens: string[] = [];
   for (let i = 0; i < devices; i++) tokens.push((await createDevice(ctx, operatorCaller(), orgId, { name: `station ${i}` })).token);
   return { orgId, key, tokens };
+}
+
+// The floor under any gateway on this machine: a bare TCP server in a child process writes one buffer of a
+// frame's size to each of `devices` loopback sockets (no WebSocket, no database), timed like the real run:
+// from the request that triggers it to the arrival of the buffer at each client socket here.
+const BARE_FAN_OUT_SERVER = `
+const net = require('node:net');
+const sockets = [];
+const server = net.createServer((s) => { s.setNoDelay(true); sockets.push(s); });
+server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
+process.on('message', (m) => {
+  if (m.bytes) { const buf = Buffer.alloc(m.bytes, 120); for (const s of sockets) s.write(buf); }
+  if (m.stop) process.exit(0);
+});
+`;
+
+async function bareFanOut(devices: number, rounds: number, bytes: number): Promise<{ perDelivery: number[]; last: number[] }> {
+  const child = spawn(process.execPath, ['-e', BARE_FAN_OUT_SERVER], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (m) => resolve(m as { port: number })));
+  const sockets: Socket[] = [];
+  let got = 0;
+  let t0 = 0;
+  const perDelivery: number[] = [];
+  const last: number[] = [];
+  for (let i = 0; i < devices; i++) {
+    const socket = connect(port, '127.0.0.1');
+    socket.setNoDelay(true);
+    let pending = 0;
+    socket.on('data', (chunk: Buffer) => {
+      // A buffer may arrive in pieces; it counts once all of it is here.
+      pending += chunk.length;
+      while (pending >= bytes) {
+        pending -= bytes;
+        got++;
+        perDelivery.push(performance.now() - t0);
+      }
+    });
+    await new Promise((r) => socket.once('connect', r));
+    sockets.push(socket);
+  }
+  await sleep(500);
+  for (let round = 0; round < rounds; round++) {
+    got = 0;
+    t0 = performance.now();
+    child.send({ bytes });
+    const deadline = Date.now() + 2_000;
+    while (got < devices && Date.now() < deadline) await new Promise((r) => setImmediate(r));
+    last.push(performance.now() - t0);
+    await sleep(5);
+  }
+  for (const socket of sockets) socket.destroy();
+  child.send({ stop: true });
+  return { perDelivery, last };
 }
 
 type OnFrame = (offset: number, at: number) => void;
@@ -235,6 +290,10 @@ async function main() {
       const single = await latencyRun(server, ctx, 1, DECLARES);
       summarize('declare HTTP round trip', single.roundTrips);
       const singleFrame = summarize('declare → frame (1 device)', single.perDelivery);
+      console.log(`\nbaseline (same run): bare TCP fan-out, one ${FRAME_BYTES}-byte write to each of ${LATENCY_DEVICES} loopback sockets, ${DECLARES} rounds`);
+      const bare = await bareFanOut(LATENCY_DEVICES, DECLARES, FRAME_BYTES);
+      const bareAll = summarize('trigger → bytes, every socket', bare.perDelivery);
+      summarize('trigger → bytes, last socket', bare.last);
       console.log(`\n${LATENCY_DEVICES} connected devices of one org, ${DECLARES} sequential declares`);
       const metricsBefore = await serverFanOutBuckets(server.url);
       const many = await latencyRun(server, ctx, LATENCY_DEVICES, DECLARES);
@@ -248,7 +307,7 @@ async function main() {
       // written to all of the org's sockets, before any client reads it. Bucket bounds, not exact values.
       const serverSide = { p50AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.5), p99AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.99) };
       console.log(`  server side, commit → written to all ${LATENCY_DEVICES} sockets: p50 <= ${serverSide.p50AtMostMs} ms, p99 <= ${serverSide.p99AtMostMs} ms (histogram buckets)`);
-      report.latency = { devices: LATENCY_DEVICES, declares: DECLARES, singleDeviceFrameMs: singleFrame, everyDeliveryMs: all, lastDeviceMs: summarizeQuiet(many.last), serverCommitToAllWrittenMs: serverSide, missing: many.missing };
+      report.latency = { devices: LATENCY_DEVICES, declares: DECLARES, singleDeviceFrameMs: singleFrame, everyDeliveryMs: all, bareTcpFanOutMs: bareAll, lastDeviceMs: summarizeQuiet(many.last), serverCommitToAllWrittenMs: serverSide, missing: many.missing };
       console.log(`  p99 target < 5 ms: ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); p50 ratio to 1-device baseline: ${(all.p50 / summarizeQuiet(single.perDelivery)).toFixed(1)}x`);
     } finally {
       await server.stop();

@@ -157,6 +157,9 @@ export const scenarios: Scenario[] = [
         const missing = l.missing ? `${l.missing} declares not delivered to every device` : undefined;
         rows.push({ metric: `push p99, declare→frame (${l.devices} devices)`, value: l.everyDeliveryMs.p99, unit: 'ms', baseline: l.singleDeviceFrameMs.p99, baselineLabel: '1 device', target: below(5), invalid: missing });
         rows.push({ metric: `push p50, declare→frame (${l.devices} devices)`, value: l.everyDeliveryMs.p50, unit: 'ms', baseline: l.singleDeviceFrameMs.p50, baselineLabel: '1 device' });
+        if (l.bareTcpFanOutMs) {
+          rows.push({ metric: `push p99 vs bare TCP fan-out (${l.devices} sockets)`, value: l.everyDeliveryMs.p99, unit: 'ms', baseline: l.bareTcpFanOutMs.p99, baselineLabel: 'bare TCP writes' });
+        }
       }
       if (raw.idle) {
         rows.push({ metric: `idle devices per GiB (${raw.idle.devices} connected)`, value: raw.idle.devicesPerGiB, unit: 'devices', target: atLeast(20_000, 'value') });

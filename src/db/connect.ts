@@ -31,6 +31,8 @@ export interface DbHandle {
   sqlitePath?: string;
   /** For SQLite files: checkpoint the WAL from a background thread instead of inside commits. */
   offloadCheckpoints?(): void;
+  /** For PostgreSQL: the pool under `db`, for named (server-side prepared) statements outside transactions. */
+  pgPool?: pg.Pool;
   /** For PostgreSQL: the schema named in the URL, if any. */
   pgSchema?: string;
   /** For SQLite: runs transactions through group commit (see SqliteGroupCommitter). */
@@ -132,7 +134,7 @@ export function openDatabase(url: string): DbHandle {
   const pool = new (pgDriver().Pool)({ ...clientConfig, max: 10 });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
-  return { db, dialect: 'postgres', describe, pgConfig: clientConfig, pgSchema: schema ?? undefined, close: () => db.destroy() };
+  return { db, dialect: 'postgres', describe, pgConfig: clientConfig, pgPool: pool, pgSchema: schema ?? undefined, close: () => db.destroy() };
 }
 
 /** A transaction plus work to run once it has committed (wake-ups of readers, never state changes). */

@@ -1,6 +1,17 @@
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';
+import type pg from 'pg';
 import type { Dialect } from './connect.js';
 import type { Database } from './types.js';
+
+/** Where a prepared query runs: a database handle or a transaction. */
+interface Target {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** Present on a PostgreSQL handle (never on a transaction): see `execute`. */
+  pgPool?: pg.Pool;
+}
+
+let statementCount = 0;
 
 const SENTINEL_PREFIX = '\u0000prepared-param:';
 
@@ -16,8 +27,11 @@ type Param<N extends string> = (name: N) => any;
  */
 export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>, p: Param<N>) => Compilable<R> | CompiledQuery<R>) {
   const compiled = new Map<Dialect, { query: CompiledQuery<R>; slots: (N | { constant: unknown })[] }>();
+  // Names a server-side prepared statement on PostgreSQL; unique in the process, which is what pg needs
+  // (it prepares a name once per connection).
+  const name = `emergency_api_q${++statementCount}`;
 
-  function compile(target: { db: Kysely<Database>; dialect: Dialect }) {
+  function compile(target: Target) {
     let entry = compiled.get(target.dialect);
     if (!entry) {
       const built = build(target.db, (name) => `${SENTINEL_PREFIX}${name}`);
@@ -33,7 +47,7 @@ export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>,
 
   return {
     /** The compiled query bound to `values`, to run with `target.db.executeQuery`. */
-    bind(target: { db: Kysely<Database>; dialect: Dialect }, values: Record<N, unknown>): CompiledQuery<R> {
+    bind(target: Target, values: Record<N, unknown>): CompiledQuery<R> {
       const { query, slots } = compile(target);
       const parameters = slots.map((slot) => {
         if (typeof slot !== 'string') return slot.constant;
@@ -43,8 +57,18 @@ export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>,
       });
       return { ...query, parameters };
     },
-    async execute(target: { db: Kysely<Database>; dialect: Dialect }, values: Record<N, unknown>): Promise<R[]> {
-      const result = await target.db.executeQuery(this.bind(target, values));
+    /**
+     * Runs the query. Outside a transaction on PostgreSQL it runs as a named statement straight on the
+     * pool: the server parses and plans it once per connection instead of on every call, which for the
+     * hot statements (the one-statement declare above all) is a large share of their cost.
+     */
+    async execute(target: Target, values: Record<N, unknown>): Promise<R[]> {
+      const query = this.bind(target, values);
+      if (target.pgPool) {
+        const result = await target.pgPool.query({ name, text: query.sql, values: query.parameters as unknown[] });
+        return result.rows as R[];
+      }
+      const result = await target.db.executeQuery(query);
       return result.rows;
     },
   };

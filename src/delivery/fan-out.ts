@@ -92,7 +92,7 @@ export async function fanOutOrg(ctx: AppContext, tx: Tx, orgId: string, batchSiz
     .limit(batchSize)
     .execute();
   if (events.length === 0) return { subscriptionIds, more: false };
-  const scope = await findOrgScope({ ...ctx.db, db: tx.db }, orgId);
+  const scope = await findOrgScope({ db: tx.db }, orgId);
   const subscriptions = scope ? await activeSubscriptionsInTree(tx.db, scope) : [];
   const now = nowIso();
   const rows: WebhookDeliveryTable[] = [];

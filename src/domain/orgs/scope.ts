@@ -10,7 +10,7 @@ export interface OrgScope {
 // cached for the life of the process; unknown ids are not cached (they may be created later).
 const scopes = new Map<string, OrgScope>();
 
-export async function findOrgScope(handle: DbHandle, orgId: string): Promise<OrgScope | null> {
+export async function findOrgScope(handle: Pick<DbHandle, 'db'>, orgId: string): Promise<OrgScope | null> {
   const cached = scopes.get(orgId);
   if (cached) return cached;
   const row = await handle.db

@@ -142,6 +142,8 @@ export interface Tx {
   db: Kysely<Database>;
   dialect: Dialect;
   afterCommit(fn: () => void): void;
+  /** SQLite group commit: stream offsets counted for the whole batch (see BatchEventOffsets). */
+  eventOffsets?: { next(orgId: string): number | null };
 }
 
 export async function inTransaction<T>(handle: DbHandle, fn: (tx: Tx) => Promise<T>): Promise<T> {

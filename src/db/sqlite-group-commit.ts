@@ -1,6 +1,7 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
 import type { Tx } from './connect.js';
+import { BatchEventOffsets } from './sqlite-event-offsets.js';
 import type { Database } from './types.js';
 
 /** Most transactions committed together; bounds the latency one batch adds to its first request. */
@@ -37,6 +38,7 @@ export class SqliteGroupCommitter {
   private readonly savepoint: BetterSqlite3.Statement;
   private readonly release: BetterSqlite3.Statement;
   private readonly rollbackTo: BetterSqlite3.Statement;
+  private readonly offsets: BatchEventOffsets;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -45,6 +47,7 @@ export class SqliteGroupCommitter {
     this.savepoint = sqlite.prepare('savepoint group_commit_job');
     this.release = sqlite.prepare('release group_commit_job');
     this.rollbackTo = sqlite.prepare('rollback to group_commit_job');
+    this.offsets = new BatchEventOffsets(sqlite);
   }
 
   run<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -71,14 +74,17 @@ export class SqliteGroupCommitter {
     const outcomes: Outcome[] = [];
     try {
       await this.db.transaction().execute(async (trx) => {
+        const offsets = this.offsets;
+        offsets.begin();
         if (batch.length === 1) {
           // Alone in its batch: an ordinary transaction, rolled back whole if it throws.
           const afterCommit: (() => void)[] = [];
-          const value = await batch[0]!.fn({ db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb) });
+          const value = await batch[0]!.fn({ db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb), eventOffsets: offsets });
           outcomes.push({ job: batch[0]!, ok: true, value, afterCommit });
-          return;
+        } else {
+          for (const job of batch) outcomes.push(await this.runInSavepoint(trx, job, offsets));
         }
-        for (const job of batch) outcomes.push(await this.runInSavepoint(trx, job));
+        offsets.flush();
       });
     } catch (error) {
       // Not committed: the transactions that had succeeded fail with the cause; the others keep their own error.
@@ -102,12 +108,13 @@ export class SqliteGroupCommitter {
     }
   }
 
-  private async runInSavepoint(trx: Kysely<Database>, job: Job): Promise<Outcome> {
+  private async runInSavepoint(trx: Kysely<Database>, job: Job, offsets: BatchEventOffsets): Promise<Outcome> {
     // The batch holds Kysely's connection lock, so these statements run on the batch's transaction.
     this.savepoint.run();
     const afterCommit: (() => void)[] = [];
+    const mark = offsets.mark();
     try {
-      const value = await job.fn({ db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb) });
+      const value = await job.fn({ db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb), eventOffsets: offsets });
       this.release.run();
       return { job, ok: true, value, afterCommit };
     } catch (error) {
@@ -115,6 +122,7 @@ export class SqliteGroupCommitter {
       // the batch fails as a whole, which is the truth.
       this.rollbackTo.run();
       this.release.run();
+      offsets.restore(mark);
       return { job, ok: false, error };
     }
   }

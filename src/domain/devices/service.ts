@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256 } from '../shared/secrets.js';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { DeviceTable } from '../../db/types.js';
@@ -17,7 +18,6 @@ import { type AuthenticatedDevice, createDeviceInput, DEVICE_TOKEN_PATTERN, type
  */
 export const ONLINE_WINDOW_MS = 90_000;
 
-const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
 
 function mintToken(): { token: string; prefix: string } {
   const prefix = randomBytes(4).toString('hex');

@@ -99,6 +99,12 @@ export function eventRow(input: EventInput) {
   return { envelope, row };
 }
 
+/** SQLite outside group commit: take the next offset by incrementing the org row. */
+async function bumpedOffset(tx: Tx, orgId: string): Promise<number | null> {
+  const [bumped] = await bumpOffset.execute(tx, { org_id: orgId });
+  return bumped ? Number(bumped.event_offset) : null;
+}
+
 /**
  * Writes an event in the transaction of the state change it describes. The org's stream offset is
  * taken by incrementing the org row, which holds that row's lock until commit: offsets of one org
@@ -117,9 +123,9 @@ export async function appendEvent(
     if (!appended) throw new Error(`Organization ${input.orgId} does not exist.`);
     offset = Number(appended.stream_offset);
   } else {
-    const [bumped] = await bumpOffset.execute(tx, { org_id: input.orgId });
-    if (!bumped) throw new Error(`Organization ${input.orgId} does not exist.`);
-    offset = Number(bumped.event_offset);
+    const next = tx.eventOffsets ? tx.eventOffsets.next(input.orgId) : await bumpedOffset(tx, input.orgId);
+    if (next === null) throw new Error(`Organization ${input.orgId} does not exist.`);
+    offset = next;
     await insertEvent.execute(tx, { ...row, stream_offset: offset });
   }
   tx.afterCommit(() => bus.committed({ orgId: input.orgId, offset }));

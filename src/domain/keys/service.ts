@@ -1,4 +1,5 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { sha256 } from '../shared/secrets.js';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { ApiKeyTable } from '../../db/types.js';
@@ -33,7 +34,6 @@ export interface KeyRecord {
   lastUsedAt: string | null;
 }
 
-const sha256 = (text: string): Buffer => createHash('sha256').update(text).digest();
 
 function mintPlaintext(): { plaintext: string; prefix: string } {
   const prefix = randomBytes(4).toString('hex');
@@ -160,6 +160,8 @@ export async function listApiKeys(ctx: AppContext): Promise<KeyRecord[]> {
 
 interface CachedKey {
   row: ApiKeyTable | undefined;
+  /** `row.secret_hash` decoded once, for the comparison every request makes. */
+  secretHash: Buffer | undefined;
   /** The principal built from `row`, shared by the requests served from this entry (it is immutable). */
   principal?: Principal;
   fetchedAt: number;
@@ -184,12 +186,12 @@ export class KeyAuthenticator {
     if (!entry || now - entry.fetchedAt > CACHE_TTL_MS) {
       const row = await this.ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst();
       if (this.cache.size > 50_000) this.cache.clear();
-      entry = { row, fetchedAt: now, lastUsedWrittenAt: entry?.lastUsedWrittenAt ?? 0 };
+      entry = { row, secretHash: row && Buffer.from(row.secret_hash, 'hex'), fetchedAt: now, lastUsedWrittenAt: entry?.lastUsedWrittenAt ?? 0 };
       this.cache.set(prefix, entry);
     }
     const row = entry.row;
-    if (!row) return null;
-    if (!timingSafeEqual(sha256(plaintext), Buffer.from(row.secret_hash, 'hex'))) return null;
+    if (!row || !entry.secretHash) return null;
+    if (!timingSafeEqual(sha256(plaintext), entry.secretHash)) return null;
     if (row.status !== 'active') return null;
     if (row.active_until !== null && Date.parse(row.active_until) <= now) return null;
     if (now - entry.lastUsedWrittenAt > LAST_USED_WRITE_INTERVAL_MS) {

@@ -3,6 +3,7 @@ import * as core from './0001_core.js';
 import * as messages from './0002_messages.js';
 import * as devices from './0004_devices.js';
 import * as webhooks from './0005_webhooks.js';
+import * as leanIndexes from './0006_lean_indexes.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002_messages': messages,
   '0004_devices': devices,
   '0005_webhooks': webhooks,
+  '0006_lean_indexes': leanIndexes,
 };

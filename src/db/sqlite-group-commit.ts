@@ -74,17 +74,16 @@ export class SqliteGroupCommitter {
     const outcomes: Outcome[] = [];
     try {
       await this.db.transaction().execute(async (trx) => {
-        const offsets = this.offsets;
-        offsets.begin();
+        this.offsets.begin();
         if (batch.length === 1) {
           // Alone in its batch: an ordinary transaction, rolled back whole if it throws.
           const afterCommit: (() => void)[] = [];
-          const value = await batch[0]!.fn({ db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb), eventOffsets: offsets });
+          const value = await batch[0]!.fn(this.jobTx(trx, afterCommit));
           outcomes.push({ job: batch[0]!, ok: true, value, afterCommit });
         } else {
-          for (const job of batch) outcomes.push(await this.runInSavepoint(trx, job, offsets));
+          for (const job of batch) outcomes.push(await this.runInSavepoint(trx, job));
         }
-        offsets.flush();
+        this.offsets.flush();
       });
     } catch (error) {
       // Not committed: the transactions that had succeeded fail with the cause; the others keep their own error.
@@ -108,13 +107,18 @@ export class SqliteGroupCommitter {
     }
   }
 
-  private async runInSavepoint(trx: Kysely<Database>, job: Job, offsets: BatchEventOffsets): Promise<Outcome> {
+  /** What a job of the batch sees: the batch's transaction, its own after-commit list, the batch's offsets. */
+  private jobTx(trx: Kysely<Database>, afterCommit: (() => void)[]): Tx {
+    return { db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb), eventOffsets: this.offsets };
+  }
+
+  private async runInSavepoint(trx: Kysely<Database>, job: Job): Promise<Outcome> {
     // The batch holds Kysely's connection lock, so these statements run on the batch's transaction.
     this.savepoint.run();
     const afterCommit: (() => void)[] = [];
-    const mark = offsets.mark();
+    const mark = this.offsets.mark();
     try {
-      const value = await job.fn({ db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb), eventOffsets: offsets });
+      const value = await job.fn(this.jobTx(trx, afterCommit));
       this.release.run();
       return { job, ok: true, value, afterCommit };
     } catch (error) {
@@ -122,7 +126,7 @@ export class SqliteGroupCommitter {
       // the batch fails as a whole, which is the truth.
       this.rollbackTo.run();
       this.release.run();
-      offsets.restore(mark);
+      this.offsets.restore(mark);
       return { job, ok: false, error };
     }
   }

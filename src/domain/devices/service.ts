@@ -1,5 +1,4 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { sha256 } from '../shared/secrets.js';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { DeviceTable } from '../../db/types.js';
@@ -7,6 +6,7 @@ import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { newId, nowIso } from '../shared/ids.js';
+import { sha256 } from '../shared/secrets.js';
 import { findDeviceByPrefix } from './repo.js';
 import { type AuthenticatedDevice, createDeviceInput, DEVICE_TOKEN_PATTERN, type DeviceRecord } from './schema.js';
 
@@ -17,7 +17,6 @@ import { type AuthenticatedDevice, createDeviceInput, DEVICE_TOKEN_PATTERN, type
  * devices fall offline after this window.
  */
 export const ONLINE_WINDOW_MS = 90_000;
-
 
 function mintToken(): { token: string; prefix: string } {
   const prefix = randomBytes(4).toString('hex');

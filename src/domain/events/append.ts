@@ -19,14 +19,6 @@ export interface EventEnvelope {
   data: Record<string, unknown>;
 }
 
-const bumpOffset = preparedQuery((db, p: (name: 'org_id') => any) =>
-  db
-    .updateTable('orgs')
-    .set((eb) => ({ event_offset: eb('event_offset', '+', 1) }))
-    .where('id', '=', p('org_id'))
-    .returning('event_offset'),
-);
-
 const insertEvent = preparedQuery((db, p) =>
   db.insertInto('events').values({
     id: p('id'),
@@ -99,17 +91,12 @@ export function eventRow(input: EventInput) {
   return { envelope, row };
 }
 
-/** SQLite outside group commit: take the next offset by incrementing the org row. */
-async function bumpedOffset(tx: Tx, orgId: string): Promise<number | null> {
-  const [bumped] = await bumpOffset.execute(tx, { org_id: orgId });
-  return bumped ? Number(bumped.event_offset) : null;
-}
-
 /**
- * Writes an event in the transaction of the state change it describes. The org's stream offset is
- * taken by incrementing the org row, which holds that row's lock until commit: offsets of one org
- * therefore commit in increasing order and a reader resuming "after N" can never skip one. Callers
- * write the event last in their transaction for that reason.
+ * Writes an event in the transaction of the state change it describes. Offsets of one org commit in
+ * increasing order with no gap, so a reader resuming "after N" can never skip one. On PostgreSQL the
+ * offset is taken by incrementing the org row, which holds that row's lock until commit (callers write
+ * the event last in their transaction for that reason); on SQLite, whose transactions all run
+ * through group commit under the write lock, the batch counts the offsets (BatchEventOffsets).
  */
 export async function appendEvent(
   tx: Tx,
@@ -123,7 +110,8 @@ export async function appendEvent(
     if (!appended) throw new Error(`Organization ${input.orgId} does not exist.`);
     offset = Number(appended.stream_offset);
   } else {
-    const next = tx.eventOffsets ? tx.eventOffsets.next(input.orgId) : await bumpedOffset(tx, input.orgId);
+    if (!tx.eventOffsets) throw new Error('SQLite events are written only in group-commit transactions.');
+    const next = tx.eventOffsets.next(input.orgId);
     if (next === null) throw new Error(`Organization ${input.orgId} does not exist.`);
     offset = next;
     await insertEvent.execute(tx, { ...row, stream_offset: offset });

@@ -1,5 +1,4 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { sha256 } from '../shared/secrets.js';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { ApiKeyTable } from '../../db/types.js';
@@ -7,6 +6,7 @@ import type { Caller, Principal, SubjectType } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { newId, nowIso } from '../shared/ids.js';
 import { fromJson, toJson } from '../shared/json.js';
+import { sha256 } from '../shared/secrets.js';
 
 export const KEY_PATTERN = /^enk_live_([0-9a-f]{8})([0-9a-f]{64})$/;
 const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
@@ -33,7 +33,6 @@ export interface KeyRecord {
   createdAt: string;
   lastUsedAt: string | null;
 }
-
 
 function mintPlaintext(): { plaintext: string; prefix: string } {
   const prefix = randomBytes(4).toString('hex');

@@ -15,7 +15,8 @@
  */
 import { execSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer, type Socket } from 'node:net';
+import { Agent, request } from 'node:http';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +30,7 @@ import { operatorCaller } from '../src/domain/access/principal.js';
 import { createDevice } from '../src/domain/devices/service.js';
 import { createApiKey } from '../src/domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/service.js';
+import { connectRawDevice, connectReader, type OnEventFrame } from './lib/raw-device.js';
 
 const LATENCY_DEVICES = Number(process.env.BENCH_LATENCY_DEVICES ?? 1_000);
 const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
@@ -81,7 +83,7 @@ interface ServerChild {
 async function startServerChild(databaseUrl: string): Promise<ServerChild> {
   const port = await freePort();
   const child = spawn(process.execPath, [BIN, 'serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -157,16 +159,15 @@ async function bareFanOut(devices: number, rounds: number, bytes: number): Promi
   const perDelivery: number[] = [];
   const last: number[] = [];
   for (let i = 0; i < devices; i++) {
-    const socket = connect(port, '127.0.0.1');
-    socket.setNoDelay(true);
     let pending = 0;
-    socket.on('data', (chunk: Buffer) => {
+    // Read like the measuring devices (bench/lib/raw-device.ts), so the floor is measured alike.
+    const socket = connectReader(port, '127.0.0.1', (chunk, at) => {
       // A buffer may arrive in pieces; it counts once all of it is here.
       pending += chunk.length;
       while (pending >= bytes) {
         pending -= bytes;
         got++;
-        perDelivery.push(performance.now() - t0);
+        perDelivery.push(at - t0);
       }
     });
     await new Promise((r) => socket.once('connect', r));
@@ -187,45 +188,50 @@ async function bareFanOut(devices: number, rounds: number, bytes: number): Promi
   return { perDelivery, last };
 }
 
-type OnFrame = (offset: number, at: number) => void;
-
-/** Opens `tokens.length` device sockets, `parallel` handshakes at a time. */
-async function connectAll(wsUrl: string, tokens: string[], onFrame: OnFrame | null, parallel = 200): Promise<WebSocket[]> {
-  const sockets: WebSocket[] = [];
+/** Opens `tokens.length` device sockets, `parallel` handshakes at a time: measuring devices (see
+ * bench/lib/raw-device.ts) when `onFrame` is given, idle `ws` clients otherwise. Returns their closers. */
+async function connectAll(wsUrl: string, tokens: string[], onFrame: OnEventFrame | null, parallel = 200): Promise<(() => void)[]> {
+  const closers: (() => void)[] = [];
   let next = 0;
   await Promise.all(
     Array.from({ length: parallel }, async () => {
       while (next < tokens.length) {
         const token = tokens[next++]!;
+        if (onFrame) {
+          const socket = await connectRawDevice(wsUrl, token, onFrame);
+          closers.push(() => socket.destroy());
+          continue;
+        }
         const ws = await new Promise<WebSocket>((resolve, reject) => {
           const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
           ws.once('open', () => resolve(ws));
           ws.once('error', reject);
         });
-        if (onFrame) {
-          ws.on('message', (data: Buffer) => {
-            const at = performance.now();
-            // Only the offset is needed; avoid parsing the whole envelope on the measuring side.
-            const m = /^\{"type":"event","offset":(\d+)/.exec(data.toString('latin1', 0, 48));
-            if (m) onFrame(Number(m[1]), at);
-          });
-        }
-        sockets.push(ws);
+        closers.push(() => ws.terminate());
       }
     }),
   );
-  return sockets;
+  return closers;
 }
 
-async function declare(base: string, orgId: string, key: string): Promise<number> {
-  const res = await fetch(`${base}/api/public/v1/orgs/${orgId}/emergencies`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ description: 'bench', location: { floorId: '3' } }),
+// node:http with a kept-alive connection: the lightest client, so declare→frame times the service, not fetch.
+const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+const DECLARE_BODY = JSON.stringify({ description: 'bench', location: { floorId: '3' } });
+
+function declare(base: string, orgId: string, key: string): Promise<number> {
+  const url = new URL(`${base}/api/public/v1/orgs/${orgId}/emergencies`);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      url,
+      { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(DECLARE_BODY) } },
+      (res) => {
+        res.resume();
+        res.once('end', () => (res.statusCode === 201 ? resolve(performance.now()) : reject(new Error(`declare failed: ${res.statusCode}`))));
+      },
+    );
+    req.once('error', reject);
+    req.end(DECLARE_BODY);
   });
-  if (res.status !== 201) throw new Error(`declare failed: ${res.status}`);
-  await res.arrayBuffer();
-  return performance.now();
 }
 
 async function latencyRun(server: ServerChild, ctx: AppContext, devices: number, declares: number) {
@@ -235,7 +241,7 @@ async function latencyRun(server: ServerChild, ctx: AppContext, devices: number,
   const lastPerDeclare = new Map<number, number>();
   const firstPerDeclare = new Map<number, number>();
   const received = new Map<number, number>();
-  const onFrame: OnFrame = (offset, at) => {
+  const onFrame: OnEventFrame = (offset, at) => {
     const t0 = sentAt.get(offset);
     if (t0 === undefined) return;
     const latency = at - t0;
@@ -263,7 +269,7 @@ async function latencyRun(server: ServerChild, ctx: AppContext, devices: number,
     await sleep(5);
   }
   const missing = [...sentAt.keys()].filter((o) => (received.get(o) ?? 0) !== devices).length;
-  for (const ws of sockets) ws.terminate();
+  for (const close of sockets) close();
   return { roundTrips, perDelivery, first: [...firstPerDeclare.values()], last: [...lastPerDeclare.values()], missing };
 }
 
@@ -335,7 +341,7 @@ async function main() {
       console.log(`  server RSS before ${(before / 2 ** 20).toFixed(1)} MiB, with devices ${(after / 2 ** 20).toFixed(1)} MiB`);
       console.log(`  ${(perDevice / 1024).toFixed(1)} KiB per device → ${Math.floor(2 ** 30 / perDevice).toLocaleString('en-US')} idle devices per GiB (target >= 20,000: ${2 ** 30 / perDevice >= 20_000 ? 'met' : 'NOT met'})`);
       report.idle = { devices: IDLE_DEVICES, rssBeforeMiB: before / 2 ** 20, rssAfterMiB: after / 2 ** 20, devicesPerGiB: Math.floor(2 ** 30 / perDevice) };
-      for (const ws of sockets) ws.terminate();
+      for (const close of sockets) close();
     } finally {
       await server.stop();
       await ctx.db.close();

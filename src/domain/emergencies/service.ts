@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import type { AppContext } from '../../context.js';
 import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
 import { preparedQuery } from '../../db/prepared.js';
@@ -8,12 +7,12 @@ import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { auditRow, principalActor, recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
-import { appendEvent, appendEventClauses, type EmergencyEventType, eventRow } from '../events/append.js';
-import { PG_EVENT_CHANNEL } from '../events/bus.js';
+import { appendEvent, type EmergencyEventType, eventRow } from '../events/append.js';
 import { decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import { toJson } from '../shared/json.js';
 import type { Actor, Page } from '../shared/schema.js';
+import { pgDeclareBatcher } from './pg-declare-batch.js';
 import { selectEmergencies, toEmergencyRecord, type EmergencyRow } from './repo.js';
 import type { DeclareInput, EmergencyRecord, ListEmergenciesQuery, RecategorizeInput, ResolveInput } from './schema.js';
 
@@ -141,23 +140,11 @@ function declaredEmergency(caller: Caller, orgId: string, input: DeclareInput, c
 }
 
 /**
- * PostgreSQL: a declare's whole transaction as one statement (emergency, audit entry, offset, event,
- * wake-up), committed on its own. Data-modifying WITH clauses all run, atomically with the statement;
- * the org row is locked from the offset bump to the commit with no client round trip in between, and
- * the declare costs one round trip instead of five.
+ * PostgreSQL: a declare's whole transaction is one statement (emergency, audit entry, offset, event,
+ * wake-up), written together with the org's other declares waiting at the same moment (see
+ * PgDeclareBatcher).
  */
-const declarePg = preparedQuery((db, p) =>
-  sql<{ stream_offset: number }>`
-    with emergency as (
-      insert into emergencies (id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at, declared_by, location, metadata, sequence)
-      values (${p('id')}, ${p('org_id')}, ${p('status')}, ${p('external_id')}, ${p('category_id')}, ${p('source')}, ${p('description')}, ${p('occurred_at')}, ${p('created_at')}, ${p('updated_at')}, ${p('declared_by')}, ${p('location')}, ${p('metadata')}, ${p('sequence')})
-    ), audit as (
-      insert into audit_logs (id, org_id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type, resource_id, request_id, details)
-      values (${p('audit_id')}, ${p('org_id')}, ${p('audit_occurred_at')}, ${p('audit_event_category')}, ${p('audit_event_type')}, ${p('audit_actor_type')}, ${p('audit_actor_id')}, ${p('audit_actor_name')}, ${p('audit_resource_type')}, ${p('audit_resource_id')}, ${p('audit_request_id')}, ${p('audit_details')})
-    ), ${appendEventClauses(p, { id: 'event_id', emergencyId: 'id', createdAt: 'event_created_at' })}`.compile(db),
-);
-
-async function declareInOneStatement(ctx: AppContext, caller: Caller, orgId: string, input: DeclareInput): Promise<EmergencyRecord> {
+async function declareOnPostgres(ctx: AppContext, caller: Caller, orgId: string, input: DeclareInput): Promise<EmergencyRecord> {
   // A read outside any transaction sees committed rows only, so the category may be cached at once.
   const category = await resolveCategory({ db: ctx.db.db, dialect: ctx.db.dialect, afterCommit: (cb) => cb() }, orgId, input);
   const { emergency, row } = declaredEmergency(caller, orgId, input, category);
@@ -167,36 +154,39 @@ async function declareInOneStatement(ctx: AppContext, caller: Caller, orgId: str
     eventCategory: 'emergency',
     eventType: 'emergency.declared',
     resource: { type: 'emergency', id: emergency.emergencyId },
+    occurredAt: row.created_at,
     details: { eventId, sequence: 1, categoryId: category.id },
   });
   const event = eventRow({ eventId, orgId, emergencyId: emergency.emergencyId, eventType: 'emergency.declared', sequence: 1, data: { emergency } });
-  const [appended] = await declarePg.execute(ctx.db, {
-    ...row,
-    audit_id: audit.id,
-    audit_occurred_at: audit.occurred_at,
-    audit_event_category: audit.event_category,
-    audit_event_type: audit.event_type,
-    audit_actor_type: audit.actor_type,
-    audit_actor_id: audit.actor_id,
-    audit_actor_name: audit.actor_name,
-    audit_resource_type: audit.resource_type,
-    audit_resource_id: audit.resource_id,
-    audit_request_id: audit.request_id,
-    audit_details: audit.details,
-    event_id: event.row.id,
-    event_type: event.row.event_type,
+  const offset = await pgDeclareBatcher(ctx.db).declare(orgId, {
+    id: row.id,
+    externalId: row.external_id,
+    categoryId: row.category_id,
+    source: row.source,
+    description: row.description,
+    occurredAt: row.occurred_at,
+    createdAt: row.created_at,
+    declaredBy: row.declared_by,
+    location: row.location,
+    metadata: row.metadata,
+    auditId: audit.id,
+    actorType: audit.actor_type,
+    actorId: audit.actor_id,
+    actorName: audit.actor_name,
+    requestId: audit.request_id,
+    auditDetails: audit.details,
+    eventId,
     payload: event.row.payload,
-    event_created_at: event.row.created_at,
+    eventCreatedAt: event.row.created_at,
   });
-  if (!appended) throw new Error(`Organization ${orgId} does not exist.`);
-  ctx.bus.committed({ orgId, offset: Number(appended.stream_offset) });
+  ctx.bus.committed({ orgId, offset });
   return emergency;
 }
 
 export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: string, input: DeclareInput): Promise<EmergencyRecord> {
   await authorize(ctx, caller, orgId, 'write');
   try {
-    if (ctx.db.dialect === 'postgres') return await declareInOneStatement(ctx, caller, orgId, input);
+    if (ctx.db.dialect === 'postgres') return await declareOnPostgres(ctx, caller, orgId, input);
     return await inTransaction(ctx.db, async (tx) => {
       const category = await resolveCategory(tx, orgId, input);
       const { emergency, row } = declaredEmergency(caller, orgId, input, category);

@@ -32,30 +32,21 @@ const insertEvent = preparedQuery((db, p) =>
   }),
 );
 
-/**
- * PostgreSQL: offset, event row and wake-up in one statement, so the org row stays locked for one
- * round trip plus the commit. The notification is delivered only if and when the transaction commits.
- */
-/**
- * The tail of a statement that appends one event on PostgreSQL: bump the org offset (taking the org
- * row lock), insert the event at that offset, and notify other instances; it returns the offset.
- * `names` maps the statement's parameter names for the event id, emergency id and creation time.
- */
-export function appendEventClauses(p: (name: any) => any, names: { id: string; emergencyId: string; createdAt: string }) {
-  return sql`bumped as (
+// PostgreSQL: offset (the org row lock, held to commit), event row and wake-up in one statement, so
+// the row stays locked for one round trip plus the commit. The notification is delivered only if and
+// when the transaction commits.
+const appendEventPg = preparedQuery((db, p) =>
+  sql<{ stream_offset: number }>`
+    with bumped as (
       update orgs set event_offset = event_offset + 1 where id = ${p('org_id')} returning event_offset
     ), inserted as (
       insert into events (id, org_id, stream_offset, emergency_id, event_type, sequence, payload, created_at)
-      select ${p(names.id)}, ${p('org_id')}, event_offset, ${p(names.emergencyId)}, ${p('event_type')}, ${p('sequence')}::integer, ${p('payload')}, ${p(names.createdAt)}
+      select ${p('id')}, ${p('org_id')}, event_offset, ${p('emergency_id')}, ${p('event_type')}, ${p('sequence')}::integer, ${p('payload')}, ${p('created_at')}
       from bumped
       returning stream_offset
     )
     select stream_offset, pg_notify(${PG_EVENT_CHANNEL}, json_build_object('orgId', ${p('org_id')}::text, 'offset', stream_offset)::text)
-    from inserted`;
-}
-
-const appendEventPg = preparedQuery((db, p) =>
-  sql<{ stream_offset: number }>`with ${appendEventClauses(p, { id: 'id', emergencyId: 'emergency_id', createdAt: 'created_at' })}`.compile(db),
+    from inserted`.compile(db),
 );
 
 export interface EventInput {

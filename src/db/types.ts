@@ -73,6 +73,12 @@ export interface EmergencyTable {
   metadata: string | null;
   /** Last per-emergency event sequence number. */
   sequence: number;
+  /**
+   * The emergency as the API returns it (JSON), written with every change; null on rows written
+   * before it existed. Valid only while record_sequence equals sequence.
+   */
+  record: string | null;
+  record_sequence: number | null;
 }
 export interface ResolutionTable {
   emergency_id: string;

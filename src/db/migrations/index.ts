@@ -4,6 +4,7 @@ import * as messages from './0002_messages.js';
 import * as devices from './0004_devices.js';
 import * as webhooks from './0005_webhooks.js';
 import * as leanIndexes from './0006_lean_indexes.js';
+import * as emergencyRecord from './0007_emergency_record.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '0004_devices': devices,
   '0005_webhooks': webhooks,
   '0006_lean_indexes': leanIndexes,
+  '0007_emergency_record': emergencyRecord,
 };

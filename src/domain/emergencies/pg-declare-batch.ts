@@ -15,6 +15,7 @@ export interface DeclareRows {
   declaredBy: string;
   location: string | null;
   metadata: string | null;
+  record: string;
   auditId: string;
   actorType: string;
   actorId: string;
@@ -43,12 +44,12 @@ const declareBatch = preparedQuery((db, p) =>
         ${p('descriptions')}::text[], ${p('occurred_ats')}::text[], ${p('created_ats')}::text[], ${p('declared_bys')}::text[],
         ${p('locations')}::text[], ${p('metadatas')}::text[], ${p('audit_ids')}::text[], ${p('actor_types')}::text[],
         ${p('actor_ids')}::text[], ${p('actor_names')}::text[], ${p('request_ids')}::text[], ${p('audit_details')}::text[],
-        ${p('event_ids')}::text[], ${p('payloads')}::text[], ${p('event_created_ats')}::text[]
+        ${p('event_ids')}::text[], ${p('payloads')}::text[], ${p('event_created_ats')}::text[], ${p('records')}::text[]
       ) with ordinality as i(id, external_id, category_id, source, description, occurred_at, created_at, declared_by,
-        location, metadata, audit_id, actor_type, actor_id, actor_name, request_id, audit_details, event_id, payload, event_created_at, n)
+        location, metadata, audit_id, actor_type, actor_id, actor_name, request_id, audit_details, event_id, payload, event_created_at, record, n)
     ), emergency as (
-      insert into emergencies (id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at, declared_by, location, metadata, sequence)
-      select id, ${p('org_id')}, 'declared', external_id, category_id, source, description, occurred_at, created_at, created_at, declared_by, location, metadata, 1
+      insert into emergencies (id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at, declared_by, location, metadata, sequence, record, record_sequence)
+      select id, ${p('org_id')}, 'declared', external_id, category_id, source, description, occurred_at, created_at, created_at, declared_by, location, metadata, 1, record, 1
       from input
     ), audit as (
       insert into audit_logs (id, org_id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type, resource_id, request_id, details)
@@ -152,6 +153,7 @@ export class PgDeclareBatcher {
       event_ids: column('eventId'),
       payloads: column('payload'),
       event_created_ats: column('eventCreatedAt'),
+      records: column('record'),
     });
     if (!result) throw new Error(`Organization ${orgId} does not exist.`);
     return Number(result.last_offset);

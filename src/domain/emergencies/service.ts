@@ -78,6 +78,8 @@ const insertEmergency = preparedQuery((db, p) =>
     location: p('location'),
     metadata: p('metadata'),
     sequence: p('sequence'),
+    record: p('record'),
+    record_sequence: p('sequence'),
   }),
 );
 
@@ -92,6 +94,11 @@ async function findEmergencyRow(
   const [row] = await query.execute(tx, { org_id: orgId, id: emergencyId.toLowerCase() });
   if (!row) throw emergencyNotFound(emergencyId);
   return row;
+}
+
+/** The columns that keep an emergency's stored record (see migration 0007) in step with its row. */
+function storedRecord(emergency: EmergencyRecord, sequence: number) {
+  return { record: JSON.stringify(emergency), record_sequence: sequence };
 }
 
 function emergencyNotFound(emergencyId: string): AppError {
@@ -135,6 +142,7 @@ function declaredEmergency(caller: Caller, orgId: string, input: DeclareInput, c
     location: toJson(input.location),
     metadata: toJson(input.metadata),
     sequence: 1,
+    record: JSON.stringify(emergency),
   };
   return { emergency, row };
 }
@@ -169,6 +177,7 @@ async function declareOnPostgres(ctx: AppContext, caller: Caller, orgId: string,
     declaredBy: row.declared_by,
     location: row.location,
     metadata: row.metadata,
+    record: row.record,
     auditId: audit.id,
     actorType: audit.actor_type,
     actorId: audit.actor_id,
@@ -212,10 +221,25 @@ export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: s
   }
 }
 
-export async function getEmergency(ctx: AppContext, caller: Caller, orgId: string, emergencyId: string): Promise<EmergencyRecord> {
+const storedRecordById = preparedQuery((db, p) =>
+  db.selectFrom('emergencies').select(['record', 'record_sequence', 'sequence']).where('org_id', '=', p('org_id')).where('id', '=', p('id')),
+);
+
+/**
+ * One emergency as the JSON text of its record, ready to send: the stored record when it is current
+ * (see migration 0007), else built from the row, its category and its resolution.
+ */
+export async function getEmergencyJson(ctx: AppContext, caller: Caller, orgId: string, emergencyId: string): Promise<string> {
   await authorize(ctx, caller, orgId, 'read');
-  const row = await findEmergencyRow(ctx.db, orgId, emergencyId, false);
-  return toEmergencyRecord(row);
+  if (!isUuid(emergencyId)) throw emergencyNotFound(emergencyId);
+  const [stored] = await storedRecordById.execute(ctx.db, { org_id: orgId, id: emergencyId.toLowerCase() });
+  if (!stored) throw emergencyNotFound(emergencyId);
+  if (stored.record !== null && Number(stored.record_sequence) === Number(stored.sequence)) return stored.record;
+  return JSON.stringify(toEmergencyRecord(await findEmergencyRow(ctx.db, orgId, emergencyId, false)));
+}
+
+export async function getEmergency(ctx: AppContext, caller: Caller, orgId: string, emergencyId: string): Promise<EmergencyRecord> {
+  return JSON.parse(await getEmergencyJson(ctx, caller, orgId, emergencyId)) as EmergencyRecord;
 }
 
 export async function listEmergencies(ctx: AppContext, caller: Caller, orgId: string, params: ListEmergenciesQuery): Promise<Page<EmergencyRecord>> {
@@ -258,12 +282,6 @@ export async function recategorizeEmergency(
     const category = await resolveCategory(tx, orgId, input);
     if (row.status === 'categorized' && row.category_id === category.id) return toEmergencyRecord(row);
     const sequence = row.sequence + 1;
-    await tx.db
-      .updateTable('emergencies')
-      .set({ status: 'categorized', category_id: category.id, sequence, updated_at: nowIso() })
-      .where('id', '=', row.id)
-      .where('org_id', '=', orgId)
-      .execute();
     const emergency = toEmergencyRecord({
       ...row,
       status: 'categorized',
@@ -273,6 +291,12 @@ export async function recategorizeEmergency(
       category_severity: category.severity,
       sequence,
     });
+    await tx.db
+      .updateTable('emergencies')
+      .set({ status: 'categorized', category_id: category.id, sequence, updated_at: nowIso(), ...storedRecord(emergency, sequence) })
+      .where('id', '=', row.id)
+      .where('org_id', '=', orgId)
+      .execute();
     await recordTransition(ctx, tx, caller, emergency, 'emergency.categorized', sequence, {
       previousCategoryId: row.category_id,
       categoryId: category.id,
@@ -312,12 +336,6 @@ export async function resolveEmergency(
         created_at: now,
       })
       .execute();
-    await tx.db
-      .updateTable('emergencies')
-      .set({ status: 'resolved', sequence, updated_at: now })
-      .where('id', '=', row.id)
-      .where('org_id', '=', orgId)
-      .execute();
     const emergency = toEmergencyRecord({
       ...row,
       status: 'resolved',
@@ -326,6 +344,12 @@ export async function resolveEmergency(
       resolution_note: input.resolutionNote ?? null,
       sequence,
     });
+    await tx.db
+      .updateTable('emergencies')
+      .set({ status: 'resolved', sequence, updated_at: now, ...storedRecord(emergency, sequence) })
+      .where('id', '=', row.id)
+      .where('org_id', '=', orgId)
+      .execute();
     await recordTransition(ctx, tx, caller, emergency, 'emergency.resolved', sequence, {
       ...(input.metadata ? { resolutionMetadata: input.metadata } : {}),
     });

@@ -13,7 +13,7 @@ import {
 } from '../../domain/emergencies/schema.js';
 import {
   declareEmergency,
-  getEmergency,
+  getEmergencyJson,
   listEmergencies,
   recategorizeEmergency,
   resolveEmergency,
@@ -80,7 +80,12 @@ export const emergencyRoutes =
         params: emergencyPath,
         response: { 200: emergencyRecord, ...errorResponses({ 404: 'emergency_not_found' }) },
       },
-      handler: (req) => getEmergency(ctx, callerOf(req), req.params.org_id, req.params.emergency_id),
+      // The stored record is already the response's JSON text: sent as is (a string with a JSON
+      // content type skips the serializer), not parsed and encoded again.
+      handler: async (req, reply) => {
+        const json = await getEmergencyJson(ctx, callerOf(req), req.params.org_id, req.params.emergency_id);
+        return reply.type('application/json; charset=utf-8').send(json as never);
+      },
     });
 
     r.patch('/orgs/:org_id/emergencies/:emergency_id', {

@@ -101,6 +101,9 @@ export function openDatabase(url: string): DbHandle {
     sqlite.pragma('synchronous = NORMAL');
     sqlite.pragma('busy_timeout = 10000');
     sqlite.pragma('foreign_keys = ON');
+    // Group commit runs every transaction of a batch under a savepoint, whose undo journal SQLite
+    // otherwise keeps in a temporary file: in memory, a declare's savepoint costs half as much.
+    sqlite.pragma('temp_store = MEMORY');
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(withStatementCache(sqlite)) });
     const groupCommit = new SqliteGroupCommitter(db, sqlite);
     let stopCheckpointer: (() => Promise<void>) | null = null;

@@ -31,11 +31,12 @@ async function recordTransition(
   ctx: AppContext,
   tx: Tx,
   caller: Caller,
-  emergency: EmergencyRecord,
+  change: { emergency: EmergencyRecord; recordJson: string; at: string },
   eventType: EmergencyEventType,
   sequence: number,
   details: Record<string, unknown>,
 ): Promise<void> {
+  const { emergency } = change;
   const eventId = newId();
   await recordAudit(tx, caller, {
     orgId: emergency.orgId,
@@ -43,6 +44,7 @@ async function recordTransition(
     eventType,
     resource: { type: 'emergency', id: emergency.emergencyId },
     details: { eventId, sequence, ...details },
+    occurredAt: change.at,
   });
   await appendEvent(tx, ctx.bus, {
     eventId,
@@ -51,6 +53,8 @@ async function recordTransition(
     eventType,
     sequence,
     data: { emergency },
+    dataJson: `{"emergency":${change.recordJson}}`,
+    createdAt: change.at,
   });
 }
 
@@ -94,11 +98,6 @@ async function findEmergencyRow(
   const [row] = await query.execute(tx, { org_id: orgId, id: emergencyId.toLowerCase() });
   if (!row) throw emergencyNotFound(emergencyId);
   return row;
-}
-
-/** The columns that keep an emergency's stored record (see migration 0007) in step with its row. */
-function storedRecord(emergency: EmergencyRecord, sequence: number) {
-  return { record: JSON.stringify(emergency), record_sequence: sequence };
 }
 
 function emergencyNotFound(emergencyId: string): AppError {
@@ -165,7 +164,16 @@ async function declareOnPostgres(ctx: AppContext, caller: Caller, orgId: string,
     occurredAt: row.created_at,
     details: { eventId, sequence: 1, categoryId: category.id },
   });
-  const event = eventRow({ eventId, orgId, emergencyId: emergency.emergencyId, eventType: 'emergency.declared', sequence: 1, data: { emergency } });
+  const event = eventRow({
+    eventId,
+    orgId,
+    emergencyId: emergency.emergencyId,
+    eventType: 'emergency.declared',
+    sequence: 1,
+    data: { emergency },
+    dataJson: `{"emergency":${row.record}}`,
+    createdAt: row.created_at,
+  });
   const offset = await pgDeclareBatcher(ctx.db).declare(orgId, {
     id: row.id,
     externalId: row.external_id,
@@ -200,7 +208,9 @@ export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: s
       const category = await resolveCategory(tx, orgId, input);
       const { emergency, row } = declaredEmergency(caller, orgId, input, category);
       await insertEmergency.execute(tx, row);
-      await recordTransition(ctx, tx, caller, emergency, 'emergency.declared', 1, { categoryId: category.id });
+      await recordTransition(ctx, tx, caller, { emergency, recordJson: row.record, at: row.created_at }, 'emergency.declared', 1, {
+        categoryId: category.id,
+      });
       return emergency;
     });
   } catch (err) {
@@ -291,13 +301,14 @@ export async function recategorizeEmergency(
       category_severity: category.severity,
       sequence,
     });
+    const change = { emergency, recordJson: JSON.stringify(emergency), at: nowIso() };
     await tx.db
       .updateTable('emergencies')
-      .set({ status: 'categorized', category_id: category.id, sequence, updated_at: nowIso(), ...storedRecord(emergency, sequence) })
+      .set({ status: 'categorized', category_id: category.id, sequence, updated_at: change.at, record: change.recordJson, record_sequence: sequence })
       .where('id', '=', row.id)
       .where('org_id', '=', orgId)
       .execute();
-    await recordTransition(ctx, tx, caller, emergency, 'emergency.categorized', sequence, {
+    await recordTransition(ctx, tx, caller, change, 'emergency.categorized', sequence, {
       previousCategoryId: row.category_id,
       categoryId: category.id,
     });
@@ -344,13 +355,14 @@ export async function resolveEmergency(
       resolution_note: input.resolutionNote ?? null,
       sequence,
     });
+    const change = { emergency, recordJson: JSON.stringify(emergency), at: now };
     await tx.db
       .updateTable('emergencies')
-      .set({ status: 'resolved', sequence, updated_at: now, ...storedRecord(emergency, sequence) })
+      .set({ status: 'resolved', sequence, updated_at: now, record: change.recordJson, record_sequence: sequence })
       .where('id', '=', row.id)
       .where('org_id', '=', orgId)
       .execute();
-    await recordTransition(ctx, tx, caller, emergency, 'emergency.resolved', sequence, {
+    await recordTransition(ctx, tx, caller, change, 'emergency.resolved', sequence, {
       ...(input.metadata ? { resolutionMetadata: input.metadata } : {}),
     });
     return { emergency, created: true };

@@ -56,6 +56,17 @@ export interface EventInput {
   eventType: EmergencyEventType;
   sequence: number;
   data: Record<string, unknown>;
+  /** `data` already encoded as JSON, when the caller has it: the payload embeds it as is. */
+  dataJson?: string;
+  /** The event's creation time; now unless given. */
+  createdAt?: string;
+}
+
+/** The envelope as JSON with its data (its last member) spliced in already encoded. */
+function withData(envelope: EventEnvelope, dataJson: string): string {
+  const { data: _data, ...head } = envelope;
+  const headJson = JSON.stringify(head);
+  return `${headJson.slice(0, -1)},"data":${dataJson}}`;
 }
 
 /** The envelope of an event and its row without the stream offset (assigned when it is written). */
@@ -64,7 +75,7 @@ export function eventRow(input: EventInput) {
     eventId: input.eventId,
     eventType: input.eventType,
     apiVersion: API_VERSION,
-    createdAt: nowIso(),
+    createdAt: input.createdAt ?? nowIso(),
     orgId: input.orgId,
     emergencyId: input.emergencyId,
     sequence: input.sequence,
@@ -76,7 +87,7 @@ export function eventRow(input: EventInput) {
     emergency_id: input.emergencyId,
     event_type: input.eventType,
     sequence: input.sequence,
-    payload: JSON.stringify(envelope),
+    payload: input.dataJson === undefined ? JSON.stringify(envelope) : withData(envelope, input.dataJson),
     created_at: envelope.createdAt,
   };
   return { envelope, row };

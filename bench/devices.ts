@@ -5,7 +5,9 @@
  *      the same run: the declare round trip alone and declare→frame with a single device.
  *   2. Server RSS with 10,000 idle connected devices → devices per GiB.
  * The server runs in a child process (`emergency-api serve`) so the clients' memory and CPU are not
- * counted as the server's; clients and provisioning run here.
+ * counted as the server's; provisioning runs here. The measuring devices read frames off the wire in
+ * BENCH_READERS processes (default 2, one per core here; see bench/lib/device-swarm.ts), and the bare
+ * TCP floor is read the same way.
  *
  *   node --import tsx bench/devices.ts            (SQLite file in a temp dir)
  *   DATABASE_URL=postgres://... node --import tsx bench/devices.ts
@@ -16,11 +18,10 @@
 import { execSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
-import { createServer, type Socket } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { createContext } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -30,11 +31,13 @@ import { operatorCaller } from '../src/domain/access/principal.js';
 import { createDevice } from '../src/domain/devices/service.js';
 import { createApiKey } from '../src/domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/service.js';
-import { connectRawDevice, connectReader, type OnEventFrame } from './lib/raw-device.js';
+import { DeviceSwarm, monotonicMs } from './lib/device-swarm.js';
 
 const LATENCY_DEVICES = Number(process.env.BENCH_LATENCY_DEVICES ?? 1_000);
 const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
 const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
+/** Processes the measuring devices are spread over (see bench/lib/device-swarm.ts). */
+const READERS = Number(process.env.BENCH_READERS ?? 2);
 /** About the size of an emergency.declared frame as the benchmark declares it. */
 const FRAME_BYTES = 900;
 /** `latency`, `idle` or both (default). */
@@ -153,55 +156,37 @@ process.on('message', (m) => {
 async function bareFanOut(devices: number, rounds: number, bytes: number): Promise<{ perDelivery: number[]; last: number[] }> {
   const child = spawn(process.execPath, ['-e', BARE_FAN_OUT_SERVER], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
   const { port } = await new Promise<{ port: number }>((resolve) => child.once('message', (m) => resolve(m as { port: number })));
-  const sockets: Socket[] = [];
-  let got = 0;
-  let t0 = 0;
-  const perDelivery: number[] = [];
-  const last: number[] = [];
-  for (let i = 0; i < devices; i++) {
-    let pending = 0;
-    // Read like the measuring devices (bench/lib/raw-device.ts), so the floor is measured alike.
-    const socket = connectReader(port, '127.0.0.1', (chunk, at) => {
-      // A buffer may arrive in pieces; it counts once all of it is here.
-      pending += chunk.length;
-      while (pending >= bytes) {
-        pending -= bytes;
-        got++;
-        perDelivery.push(at - t0);
-      }
-    });
-    await new Promise((r) => socket.once('connect', r));
-    sockets.push(socket);
-  }
+  // Read like the measuring devices (see bench/lib/device-swarm.ts), so the floor is measured alike.
+  const swarm = DeviceSwarm.start(READERS);
+  await swarm.connect({ kind: 'tcp', port, count: devices, bytes });
   await sleep(500);
-  for (let round = 0; round < rounds; round++) {
-    got = 0;
-    t0 = performance.now();
+  const sentAt = new Map<number, number>();
+  for (let round = 1; round <= rounds; round++) {
+    sentAt.set(round, monotonicMs());
     child.send({ bytes });
-    const deadline = Date.now() + 2_000;
-    while (got < devices && Date.now() < deadline) await new Promise((r) => setImmediate(r));
-    last.push(performance.now() - t0);
+    await swarm.received(round, 2_000);
     await sleep(5);
   }
-  for (const socket of sockets) socket.destroy();
+  const perDelivery: number[] = [];
+  const last: number[] = [];
+  for (const [round, times] of await swarm.collect()) {
+    const t0 = sentAt.get(round)!;
+    for (const at of times) perDelivery.push(at - t0);
+    last.push(Math.max(...times) - t0);
+  }
+  await swarm.close();
   child.send({ stop: true });
   return { perDelivery, last };
 }
 
-/** Opens `tokens.length` device sockets, `parallel` handshakes at a time: measuring devices (see
- * bench/lib/raw-device.ts) when `onFrame` is given, idle `ws` clients otherwise. Returns their closers. */
-async function connectAll(wsUrl: string, tokens: string[], onFrame: OnEventFrame | null, parallel = 200): Promise<(() => void)[]> {
+/** Opens `tokens.length` idle `ws` device clients, `parallel` handshakes at a time. Returns their closers. */
+async function connectIdle(wsUrl: string, tokens: string[], parallel = 200): Promise<(() => void)[]> {
   const closers: (() => void)[] = [];
   let next = 0;
   await Promise.all(
     Array.from({ length: parallel }, async () => {
       while (next < tokens.length) {
         const token = tokens[next++]!;
-        if (onFrame) {
-          const socket = await connectRawDevice(wsUrl, token, onFrame);
-          closers.push(() => socket.destroy());
-          continue;
-        }
         const ws = await new Promise<WebSocket>((resolve, reject) => {
           const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
           ws.once('open', () => resolve(ws));
@@ -226,7 +211,7 @@ function declare(base: string, orgId: string, key: string): Promise<number> {
       { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(DECLARE_BODY) } },
       (res) => {
         res.resume();
-        res.once('end', () => (res.statusCode === 201 ? resolve(performance.now()) : reject(new Error(`declare failed: ${res.statusCode}`))));
+        res.once('end', () => (res.statusCode === 201 ? resolve(monotonicMs()) : reject(new Error(`declare failed: ${res.statusCode}`))));
       },
     );
     req.once('error', reject);
@@ -236,41 +221,40 @@ function declare(base: string, orgId: string, key: string): Promise<number> {
 
 async function latencyRun(server: ServerChild, ctx: AppContext, devices: number, declares: number) {
   const { orgId, key, tokens } = await provision(ctx, devices);
-  const sentAt = new Map<number, number>();
-  const perDelivery: number[] = [];
-  const lastPerDeclare = new Map<number, number>();
-  const firstPerDeclare = new Map<number, number>();
-  const received = new Map<number, number>();
-  const onFrame: OnEventFrame = (offset, at) => {
-    const t0 = sentAt.get(offset);
-    if (t0 === undefined) return;
-    const latency = at - t0;
-    perDelivery.push(latency);
-    received.set(offset, (received.get(offset) ?? 0) + 1);
-    if (!firstPerDeclare.has(offset)) firstPerDeclare.set(offset, latency);
-    lastPerDeclare.set(offset, Math.max(lastPerDeclare.get(offset) ?? 0, latency));
-  };
-  const wsUrl = `${server.url.replace('http', 'ws')}/devices/v1/stream`;
-  const sockets = await connectAll(wsUrl, tokens, onFrame);
+  const swarm = DeviceSwarm.start(Math.min(READERS, devices));
+  await swarm.connect({ kind: 'device', wsUrl: `${server.url.replace('http', 'ws')}/devices/v1/stream`, tokens });
   await sleep(500);
   const roundTrips: number[] = [];
   // Warm-up so JIT and connection pools are hot.
   for (let i = 0; i < 20; i++) await declare(server.url, orgId, key);
-  const base = (await ctx.db.db.selectFrom('orgs').select('event_offset').where('id', '=', orgId).executeTakeFirstOrThrow()).event_offset;
+  const base = Number((await ctx.db.db.selectFrom('orgs').select('event_offset').where('id', '=', orgId).executeTakeFirstOrThrow()).event_offset);
   await sleep(300);
+  await swarm.collect();
+  const sentAt = new Map<number, number>();
   for (let i = 1; i <= declares; i++) {
-    const t0 = performance.now();
-    sentAt.set(Number(base) + i, t0);
+    const t0 = monotonicMs();
+    sentAt.set(base + i, t0);
     const t1 = await declare(server.url, orgId, key);
     roundTrips.push(t1 - t0);
     // Wait for the fan-out to finish so declares do not overlap.
-    const deadline = Date.now() + 2_000;
-    while ((received.get(Number(base) + i) ?? 0) < devices && Date.now() < deadline) await sleep(1);
+    await swarm.received(base + i, 2_000);
     await sleep(5);
   }
-  const missing = [...sentAt.keys()].filter((o) => (received.get(o) ?? 0) !== devices).length;
-  for (const close of sockets) close();
-  return { roundTrips, perDelivery, first: [...firstPerDeclare.values()], last: [...lastPerDeclare.values()], missing };
+  const perDelivery: number[] = [];
+  const first: number[] = [];
+  const last: number[] = [];
+  let missing = 0;
+  const arrivals = await swarm.collect();
+  for (const [offset, t0] of sentAt) {
+    const times = arrivals.get(offset) ?? [];
+    if (times.length !== devices) missing++;
+    if (times.length === 0) continue;
+    for (const at of times) perDelivery.push(at - t0);
+    first.push(Math.min(...times) - t0);
+    last.push(Math.max(...times) - t0);
+  }
+  await swarm.close();
+  return { roundTrips, perDelivery, first, last, missing };
 }
 
 async function main() {
@@ -332,7 +316,7 @@ async function main() {
       await sleep(1_000);
       const before = server.rssBytes();
       const t0 = Date.now();
-      const sockets = await connectAll(`${server.url.replace('http', 'ws')}/devices/v1/stream`, tokens, null);
+      const sockets = await connectIdle(`${server.url.replace('http', 'ws')}/devices/v1/stream`, tokens);
       const connectSeconds = (Date.now() - t0) / 1000;
       await sleep(5_000);
       const after = server.rssBytes();

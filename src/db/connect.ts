@@ -37,6 +37,11 @@ export interface DbHandle {
   pgSchema?: string;
   /** For SQLite: runs transactions through group commit (see SqliteGroupCommitter). */
   groupCommit?: SqliteGroupCommitter;
+  /**
+   * For SQLite: the connection's prepared statements, when a statement may run on it directly (see
+   * `SqliteStatements`); null while a transaction may be open on it.
+   */
+  sqliteDirect?(): SqliteStatements | null;
   close(): Promise<void>;
 }
 
@@ -52,6 +57,14 @@ class ImmediateSqliteDriver extends SqliteDriver {
 }
 
 type SqliteDatabaseLike = Pick<BetterSqlite3.Database, 'prepare' | 'close'>;
+
+/**
+ * The statement cache of the one SQLite connection, to run a prepared query on it directly rather
+ * than through Kysely's driver, whose promise hops cost more than the short statements themselves.
+ * Only where no other transaction can be open on the connection: inside a group-commit job (which
+ * holds the batch's transaction), or outside one while group commit is idle.
+ */
+export type SqliteStatements = Pick<BetterSqlite3.Database, 'prepare'>;
 
 /**
  * Kysely prepares every statement anew; preparing is a large share of a short query's cost. The
@@ -104,8 +117,9 @@ export function openDatabase(url: string): DbHandle {
     // Group commit runs every transaction of a batch under a savepoint, whose undo journal SQLite
     // otherwise keeps in a temporary file: in memory, a declare's savepoint costs half as much.
     sqlite.pragma('temp_store = MEMORY');
-    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(withStatementCache(sqlite)) });
-    const groupCommit = new SqliteGroupCommitter(db, sqlite);
+    const statements = withStatementCache(sqlite);
+    const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(statements) });
+    const groupCommit = new SqliteGroupCommitter(db, sqlite, statements);
     let stopCheckpointer: (() => Promise<void>) | null = null;
     return {
       db,
@@ -113,6 +127,7 @@ export function openDatabase(url: string): DbHandle {
       describe: `sqlite:${path}`,
       sqlitePath: path === ':memory:' ? undefined : path,
       groupCommit,
+      sqliteDirect: () => (groupCommit.idle ? statements : null),
       /** Moves WAL checkpoints off the request thread (long-running processes only). */
       offloadCheckpoints() {
         if (path === ':memory:' || stopCheckpointer) return;
@@ -147,6 +162,8 @@ export interface Tx {
   afterCommit(fn: () => void): void;
   /** SQLite group commit: stream offsets counted for the whole batch (see BatchEventOffsets). */
   eventOffsets?: { next(orgId: string): number | null };
+  /** SQLite group commit: the batch's connection, for statements run on it directly. */
+  sqliteDirect?(): SqliteStatements | null;
 }
 
 export async function inTransaction<T>(handle: DbHandle, fn: (tx: Tx) => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';
 import type pg from 'pg';
-import type { Dialect } from './connect.js';
+import type { Dialect, SqliteStatements } from './connect.js';
 import type { Database } from './types.js';
 
 /** Where a prepared query runs: a database handle or a transaction. */
@@ -9,6 +9,8 @@ interface Target {
   dialect: Dialect;
   /** Present on a PostgreSQL handle (never on a transaction): see `execute`. */
   pgPool?: pg.Pool;
+  /** SQLite: the connection, when a statement may run on it directly (see SqliteStatements). */
+  sqliteDirect?(): SqliteStatements | null;
 }
 
 let statementCount = 0;
@@ -67,6 +69,14 @@ export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>,
       if (target.pgPool) {
         const result = await target.pgPool.query({ name, text: query.sql, values: query.parameters as unknown[] });
         return result.rows as R[];
+      }
+      const direct = target.sqliteDirect?.();
+      if (direct) {
+        // What Kysely's SQLite driver does, without its connection lock and promise hops.
+        const statement = direct.prepare(query.sql);
+        if (statement.reader) return statement.all(query.parameters) as R[];
+        statement.run(query.parameters);
+        return [];
       }
       const result = await target.db.executeQuery(query);
       return result.rows;

@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import type { Tx } from './connect.js';
+import type { SqliteStatements, Tx } from './connect.js';
 import { BatchEventOffsets } from './sqlite-event-offsets.js';
 import type { Database } from './types.js';
 
@@ -43,11 +43,17 @@ export class SqliteGroupCommitter {
   constructor(
     private readonly db: Kysely<Database>,
     sqlite: BetterSqlite3.Database,
+    private readonly statements: SqliteStatements,
   ) {
     this.savepoint = sqlite.prepare('savepoint group_commit_job');
     this.release = sqlite.prepare('release group_commit_job');
     this.rollbackTo = sqlite.prepare('rollback to group_commit_job');
     this.offsets = new BatchEventOffsets(sqlite);
+  }
+
+  /** No transaction is queued or open: a statement on the connection now runs outside any. */
+  get idle(): boolean {
+    return !this.draining;
   }
 
   run<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
@@ -109,7 +115,8 @@ export class SqliteGroupCommitter {
 
   /** What a job of the batch sees: the batch's transaction, its own after-commit list, the batch's offsets. */
   private jobTx(trx: Kysely<Database>, afterCommit: (() => void)[]): Tx {
-    return { db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb), eventOffsets: this.offsets };
+    const statements = this.statements;
+    return { db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb), eventOffsets: this.offsets, sqliteDirect: () => statements };
   }
 
   private async runInSavepoint(trx: Kysely<Database>, job: Job): Promise<Outcome> {

@@ -277,7 +277,7 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     if (pendingAcks.size === 0) return Promise.resolve();
     const batch = [...pendingAcks.values()];
     pendingAcks.clear();
-    return recordAcks(db, batch);
+    return recordAcks(ctx.db, batch);
   };
   const ackTimer = setInterval(() => background(flushAcks(), 'ack flush'), options.ackFlushMs);
 

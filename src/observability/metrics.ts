@@ -1,4 +1,5 @@
 import client from 'prom-client';
+import { HttpRequestMetrics } from './http-metrics.js';
 
 /**
  * Every Prometheus metric of the process, on its own registry (so several app instances in one test
@@ -7,20 +8,8 @@ import client from 'prom-client';
 export class Metrics {
   readonly registry = new client.Registry();
 
-  readonly httpRequests = new client.Counter({
-    name: 'http_requests_total',
-    help: 'HTTP requests by route template, method and status.',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [this.registry],
-  });
-
-  readonly httpDuration = new client.Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'HTTP request latency by route template, method and status.',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-    registers: [this.registry],
-  });
+  /** Request counts and latencies (see HttpRequestMetrics). */
+  private readonly http = new HttpRequestMetrics();
 
   readonly webhookAttempts = new client.Counter({
     name: 'webhook_delivery_attempts_total',
@@ -51,23 +40,10 @@ export class Metrics {
 
   constructor() {
     client.collectDefaultMetrics({ register: this.registry });
+    for (const metric of this.http.metrics()) this.registry.registerMetric(metric);
   }
 
-  /**
-   * The label children of each (method, route, status), resolved once: prom-client otherwise hashes
-   * the label object on every request. Bounded by the route table times the statuses in use.
-   */
-  private readonly httpChildren = new Map<string, { count: client.Counter.Internal; duration: client.Histogram.Internal<string> }>();
-
   recordHttp(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`;
-    let children = this.httpChildren.get(key);
-    if (!children) {
-      const labels = { method, route, status: String(status) };
-      children = { count: this.httpRequests.labels(labels), duration: this.httpDuration.labels(labels) };
-      this.httpChildren.set(key, children);
-    }
-    children.count.inc();
-    children.duration.observe(seconds);
+    this.http.record(method, route, status, seconds);
   }
 }

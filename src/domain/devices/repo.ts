@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { type DbHandle, inTransaction } from '../../db/connect.js';
 import type { Database, DeviceTable } from '../../db/types.js';
 
 /** SQL for devices only. Presence and ack writes come from the gateway, outside any service transaction. */
@@ -66,11 +67,11 @@ export interface AckUpdate {
 }
 
 /** Acknowledged offsets only move forward. */
-export async function recordAcks(db: Kysely<Database>, acks: AckUpdate[]): Promise<void> {
+export async function recordAcks(handle: DbHandle, acks: AckUpdate[]): Promise<void> {
   if (acks.length === 0) return;
-  await db.transaction().execute(async (trx) => {
+  await inTransaction(handle, async (tx) => {
     for (const ack of acks) {
-      await trx
+      await tx.db
         .updateTable('devices')
         .set({ acked_offset: ack.offset, acked_at: ack.at })
         .where('id', '=', ack.deviceId)

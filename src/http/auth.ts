@@ -18,11 +18,11 @@ export function bearerToken(header: string | undefined): string | undefined {
 
 /**
  * onRequest hook: a route is served only to a valid key within its rate limit; everything else is
- * refused (401 / 429) before the body is read.
+ * refused (401 / 429) before the body is read. Callback style, and synchronous while the key is
+ * cached: an async hook would cost every request a promise and a later turn.
  */
 export function requireApiKey(keys: KeyAuthenticator, limiter: RateLimiter) {
-  return async (request: FastifyRequest, reply: FastifyReply) => {
-    const principal = await keys.authenticate(bearerToken(request.headers.authorization));
+  const admit = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null): void => {
     if (!principal || principal.kind !== 'api_key') {
       throw new AppError('unauthenticated', 'A valid API key is required: Authorization: Bearer enk_live_...');
     }
@@ -34,6 +34,20 @@ export function requireApiKey(keys: KeyAuthenticator, limiter: RateLimiter) {
     const child = request.log.child({ keyId: principal.keyId, ...(typeof orgId === 'string' ? { orgId } : {}) });
     request.log = child;
     reply.log = child;
+  };
+  const settle = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null, done: (err?: Error) => void): void => {
+    try {
+      admit(request, reply, principal);
+    } catch (err) {
+      return done(err as Error);
+    }
+    done();
+  };
+  return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
+    const token = bearerToken(request.headers.authorization);
+    const cached = keys.authenticateCached(token);
+    if (cached !== undefined) return settle(request, reply, cached, done);
+    keys.authenticate(token).then((principal) => settle(request, reply, principal, done), done);
   };
 }
 

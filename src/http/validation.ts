@@ -55,11 +55,71 @@ export function fieldIssuesOf(err: RequestPartError & { validationContext?: stri
   return toFieldIssues(partOf[err.validationContext ?? 'body'] ?? 'body', err.issues);
 }
 
+/** A check that accepts only what the schema accepts (never more), or null when none can be derived. */
+type FastAccept = (data: unknown) => boolean;
+
+interface ZodDefLike {
+  type: string;
+  shape?: Record<string, { _zod: { def: ZodDefLike } }>;
+  catchall?: unknown;
+  format?: string;
+  pattern?: RegExp;
+  checks?: { _zod: { def: { check: string; minimum?: number; maximum?: number } } }[];
+}
+
+/**
+ * Path parameters are an object of a few strings (UUIDs, bounded ids), validated on every request.
+ * For such schemas (an object whose fields are plain strings with only length bounds, or UUIDs) a
+ * direct check of the same rules accepts what zod would accept, at a small share of zod's cost;
+ * anything it does not accept goes through zod, which produces the errors. Other schemas: null.
+ */
+export function fastAcceptOf(schema: z.ZodType): FastAccept | null {
+  const def = (schema as unknown as { _zod: { def: ZodDefLike } })._zod.def;
+  if (def.type !== 'object' || !def.shape || def.catchall !== undefined) return null;
+  const fields: [string, (value: string) => boolean][] = [];
+  for (const [key, field] of Object.entries(def.shape)) {
+    const f = field._zod.def;
+    if (f.type !== 'string') return null;
+    if (f.format !== undefined) {
+      if (f.format !== 'uuid' || !(f.pattern instanceof RegExp) || (f.checks?.length ?? 0) > 0) return null;
+      const pattern = f.pattern;
+      fields.push([key, (value) => pattern.test(value)]);
+      continue;
+    }
+    let min = 0;
+    let max = Infinity;
+    for (const check of f.checks ?? []) {
+      const c = check._zod.def;
+      if (c.check === 'min_length' && c.minimum !== undefined) min = Math.max(min, c.minimum);
+      else if (c.check === 'max_length' && c.maximum !== undefined) max = Math.min(max, c.maximum);
+      else return null;
+    }
+    fields.push([key, (value) => value.length >= min && value.length <= max]);
+  }
+  return (data) => {
+    if (data === null || typeof data !== 'object') return false;
+    const record = data as Record<string, unknown>;
+    let present = 0;
+    for (const key in record) {
+      if (!Object.hasOwn(record, key)) continue;
+      present++;
+    }
+    if (present !== fields.length) return false;
+    for (const [key, accepts] of fields) {
+      const value = record[key];
+      if (typeof value !== 'string' || !accepts(value)) return false;
+    }
+    return true;
+  };
+}
+
 /** Fastify hands a missing body to the validator as null; treat it as an absent body. */
-export const zodValidatorCompiler: FastifySchemaCompiler<z.ZodType> =
-  ({ schema }) =>
-  (data) => {
+export const zodValidatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => {
+  const fastAccept = httpPart === 'params' ? fastAcceptOf(schema) : null;
+  return (data) => {
+    if (fastAccept?.(data)) return { value: data };
     const result = schema.safeParse(data === null ? undefined : data, { reportInput: true });
     if (result.success) return { value: result.data };
     return { error: new RequestPartError(result.error.issues) };
   };
+};

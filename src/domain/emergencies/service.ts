@@ -3,7 +3,7 @@ import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
 import { preparedQuery } from '../../db/prepared.js';
 import type { CategoryTable } from '../../db/types.js';
 import { AppError } from '../../errors.js';
-import { authorize } from '../access/authorize.js';
+import { authorize, authorizeCached } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { auditRow, principalActor, recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
@@ -240,7 +240,7 @@ const storedRecordById = preparedQuery((db, p) =>
  * (see migration 0007), else built from the row, its category and its resolution.
  */
 export async function getEmergencyJson(ctx: AppContext, caller: Caller, orgId: string, emergencyId: string): Promise<string> {
-  await authorize(ctx, caller, orgId, 'read');
+  if (!authorizeCached(caller, orgId, 'read')) await authorize(ctx, caller, orgId, 'read');
   if (!isUuid(emergencyId)) throw emergencyNotFound(emergencyId);
   const [stored] = await storedRecordById.execute(ctx.db, { org_id: orgId, id: emergencyId.toLowerCase() });
   if (!stored) throw emergencyNotFound(emergencyId);

@@ -176,18 +176,32 @@ export class KeyAuthenticator {
   constructor(private readonly ctx: AppContext) {}
 
   async authenticate(plaintext: string | undefined): Promise<Principal | null> {
+    const cached = this.authenticateCached(plaintext);
+    if (cached !== undefined) return cached;
+    const prefix = KEY_PATTERN.exec(plaintext!)![1]!;
+    const now = Date.now();
+    const row = await this.ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst();
+    if (this.cache.size > 50_000) this.cache.clear();
+    const entry = { row, secretHash: row && Buffer.from(row.secret_hash, 'hex'), fetchedAt: now, lastUsedWrittenAt: this.cache.get(prefix)?.lastUsedWrittenAt ?? 0 };
+    this.cache.set(prefix, entry);
+    return this.verify(plaintext!, entry, now);
+  }
+
+  /**
+   * The verdict on a key whose row is cached and fresh, without waiting for anything (the hot path of
+   * every request); undefined when the row must be read first (`authenticate` does).
+   */
+  authenticateCached(plaintext: string | undefined): Principal | null | undefined {
     if (!plaintext) return null;
     const match = KEY_PATTERN.exec(plaintext);
     if (!match) return null;
-    const prefix = match[1]!;
     const now = Date.now();
-    let entry = this.cache.get(prefix);
-    if (!entry || now - entry.fetchedAt > CACHE_TTL_MS) {
-      const row = await this.ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst();
-      if (this.cache.size > 50_000) this.cache.clear();
-      entry = { row, secretHash: row && Buffer.from(row.secret_hash, 'hex'), fetchedAt: now, lastUsedWrittenAt: entry?.lastUsedWrittenAt ?? 0 };
-      this.cache.set(prefix, entry);
-    }
+    const entry = this.cache.get(match[1]!);
+    if (!entry || now - entry.fetchedAt > CACHE_TTL_MS) return undefined;
+    return this.verify(plaintext, entry, now);
+  }
+
+  private verify(plaintext: string, entry: CachedKey, now: number): Principal | null {
     const row = entry.row;
     if (!row || !entry.secretHash) return null;
     if (!timingSafeEqual(sha256(plaintext), entry.secretHash)) return null;

@@ -10,6 +10,11 @@ export interface OrgScope {
 // cached for the life of the process; unknown ids are not cached (they may be created later).
 const scopes = new Map<string, OrgScope>();
 
+/** The org's place when already cached (no database read). */
+export function cachedOrgScope(orgId: string): OrgScope | undefined {
+  return scopes.get(orgId);
+}
+
 export async function findOrgScope(handle: Pick<DbHandle, 'db'>, orgId: string): Promise<OrgScope | null> {
   const cached = scopes.get(orgId);
   if (cached) return cached;

@@ -141,7 +141,19 @@ export class ToolServerPool {
 
   /** Closes the server's transport (ending any open stream) and keeps the server for the next request. */
   async release(server: McpServer): Promise<void> {
-    await server.close();
+    // Closing makes the SDK build an McpError ("Connection closed") for responses still awaited,
+    // whether or not any are (a stateless server never has one); capturing that error's stack trace
+    // measured at about a twentieth of a whole tool call. The error is built synchronously inside
+    // close(), so stack capture is off only for that call.
+    const stackTraceLimit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    let closed: Promise<void>;
+    try {
+      closed = server.close();
+    } finally {
+      Error.stackTraceLimit = stackTraceLimit;
+    }
+    await closed;
     if (this.idle.length < this.maxIdle) this.idle.push(server);
   }
 }

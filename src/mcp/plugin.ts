@@ -8,6 +8,7 @@ import type { KeyAuthenticator } from '../domain/keys/service.js';
 import { AppError } from '../errors.js';
 import { callerOf, requireApiKey } from '../http/auth.js';
 import type { RateLimiter } from '../http/rate-limit.js';
+import { directCall, SingleResponseTransport } from './direct-call.js';
 import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
 
 export const MCP_PATH = '/mcp';
@@ -86,21 +87,30 @@ export const mcpRoutes =
     app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
       if (request.body === INVALID_JSON) return jsonRpcError(reply, 400, -32700, 'Parse error: the body is not valid JSON.');
       const authInfo = authInfoOf(request);
-      const headers = new Headers();
+      const forwarded: Record<string, string> = {};
       for (const name of FORWARDED_HEADERS) {
         const value = request.headers[name];
-        if (typeof value === 'string') headers.set(name, value);
+        if (typeof value === 'string') forwarded[name] = value;
       }
-      // The transport reads the URL only to report it to handlers; the host header is not trusted for it.
-      const webRequest = new Request(new URL(request.url, 'http://localhost'), { method: 'POST', headers });
-      const transport = new WebStandardStreamableHTTPServerTransport({
-        sessionIdGenerator: undefined,
-        enableJsonResponse: !prefersEventStream(request.headers.accept),
-      });
+      // The URL is only reported to handlers; the host header is not trusted for it.
+      const url = new URL(request.url, 'http://localhost');
+      const eventStream = prefersEventStream(request.headers.accept);
       const server = pool.acquire();
       // Released when the response is over (or the client went away), never while a stream is open.
       reply.raw.once('close', () => void pool.release(server));
+
+      const call = directCall(request.headers, request.body, eventStream);
+      if (call) {
+        const transport = new SingleResponseTransport();
+        await server.connect(transport);
+        transport.onmessage?.(call, { authInfo, requestInfo: { headers: forwarded, url } });
+        // As the SDK's transport answers in JSON mode: 200, application/json, the response as the body.
+        return reply.code(200).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(await transport.response)));
+      }
+
+      const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !eventStream });
       await server.connect(transport);
+      const webRequest = new Request(url, { method: 'POST', headers: forwarded });
       const response = await transport.handleRequest(webRequest, { parsedBody: request.body, authInfo });
       return sendWebResponse(reply, response);
     });

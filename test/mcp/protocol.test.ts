@@ -188,4 +188,36 @@ describe('tool server protocol and access', () => {
     const res = await rawMcp(server.url, initializeRequest('2024-11-05'), { authorization: `Bearer ${writeKey}`, accept: 'text/html' });
     assert.equal(res.status, 406);
   });
+
+  it('answers a JSON call in the same shape over both transports: 200, application/json, the JSON-RPC response', async () => {
+    const call = { jsonrpc: '2.0', id: 'call-7', method: 'tools/call', params: { name: 'list_categories', arguments: { orgId: org.orgId } } };
+    const auth = { authorization: `Bearer ${writeKey}` };
+    // Answered directly (JSON preferred) and through the SDK transport (a batch of one).
+    const direct = await rawMcp(server.url, call, auth);
+    const batched = await rawMcp(server.url, [call], auth);
+    for (const res of [direct, batched]) {
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('content-type'), 'application/json');
+    }
+    assert.equal(direct.message.id, 'call-7');
+    assert.equal(direct.message.jsonrpc, '2.0');
+    assert.deepEqual(direct.message, batched.message);
+    assert.ok(direct.message.result.structuredContent.items.some((c: { name: string }) => c.name === 'Fire'));
+  });
+
+  it('leaves everything but a plain JSON call to the SDK transport: unsupported versions, notifications, invalid messages', async () => {
+    const auth = { authorization: `Bearer ${writeKey}` };
+    const call = { jsonrpc: '2.0', id: 3, method: 'tools/list' };
+    const badVersion = await rawMcp(server.url, call, { ...auth, 'mcp-protocol-version': '1999-01-01' });
+    assert.equal(badVersion.status, 400);
+    assert.match(badVersion.message.error.message, /Unsupported protocol version/);
+    const notification = await rawMcp(server.url, { jsonrpc: '2.0', method: 'notifications/initialized' }, auth);
+    assert.equal(notification.status, 202);
+    const invalid = await rawMcp(server.url, { jsonrpc: '2.0', id: 4 }, auth);
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.message.error.code, -32700);
+    const unknownMethod = await rawMcp(server.url, { jsonrpc: '2.0', id: 5, method: 'no/such/method' }, auth);
+    assert.equal(unknownMethod.status, 200);
+    assert.equal(unknownMethod.message.error.code, -32601);
+  });
 });

@@ -98,7 +98,9 @@ export const scenarios: Scenario[] = [
         rows.push(throughput('POST declare vs bare pg insert', declare, pgInsert, atLeast(0.7), 'no pg insert baseline in this tree (bench/baselines/pg-insert.ts)'));
         rows.push(throughput('POST declare vs bare SQLite two-insert', declare, twoInsert));
       }
-      rows.push(throughput('GET emergency vs bare echo', get, echo, atLeast(0.5)));
+      // The GET target belongs to the embedded default, like the declare target it sits next to; on
+      // PostgreSQL only declare has one. The PostgreSQL ratio is reported for information.
+      rows.push(throughput('GET emergency vs bare echo', get, echo, o.database === 'sqlite' ? atLeast(0.5) : undefined));
       return rows;
     },
   },
@@ -173,7 +175,9 @@ export const scenarios: Scenario[] = [
     output: 'stdout-json',
     env: (o) => ({ DURATION: String(o.quick ? Math.max(3, o.duration) : Math.max(10, 2 * o.duration)) }),
     timeoutSeconds: (o) => 180 + 2 * o.duration,
-    rows(raw) {
+    // Targets on SQLite (the webhooks issue's terms); PostgreSQL is reported for information.
+    rows(raw, o) {
+      const onSqlite = o.database === 'sqlite';
       const failed = raw.failedAttempts?.reduce((n: number, f: { count: number }) => n + f.count, 0);
       return [
         {
@@ -182,11 +186,11 @@ export const scenarios: Scenario[] = [
           unit: 'deliveries/s',
           baseline: raw.baselineBarePostsPerSecond,
           baselineLabel: 'bare undici POSTs',
-          target: atLeast(2_000, 'value'),
+          target: onSqlite ? atLeast(2_000, 'value') : undefined,
           note: `${raw.eventsPerSecondAchieved} events/s × ${raw.subscriptions} subscriptions offered`,
           invalid: failed ? `${failed} failed attempts` : undefined,
         },
-        { metric: 'commit→first attempt p99', value: raw.commitToFirstAttemptMs.p99, unit: 'ms', target: below(50), note: `p50 ${raw.commitToFirstAttemptMs.p50} ms` },
+        { metric: 'commit→first attempt p99', value: raw.commitToFirstAttemptMs.p99, unit: 'ms', target: onSqlite ? below(50) : undefined, note: `p50 ${raw.commitToFirstAttemptMs.p50} ms` },
       ];
     },
   },

@@ -54,6 +54,18 @@ describe('stored emergency records', () => {
     assert.equal(read.status, 200);
     assert.equal(read.body.description, 'changed by an older instance');
     assert.deepEqual({ ...read.body, description: 'before' }, declared.body);
+    // Lists too: the stale row among current ones, in order, with the page cursor intact.
+    const after = await api.post(path, { description: 'after' });
+    const page = await api.get(`${path}?limit=2`);
+    assert.equal(page.status, 200);
+    assert.deepEqual(page.body.items.map((e: { emergencyId: string }) => e.emergencyId), [after.body.emergencyId, declared.body.emergencyId]);
+    assert.equal(page.body.items[1].description, 'changed by an older instance');
+    assert.deepEqual(page.body.items[0], after.body);
+    assert.equal(typeof page.body.nextCursor, 'string');
+    const rest = await api.get(`${path}?limit=200&cursor=${page.body.nextCursor}`);
+    assert.equal(rest.status, 200);
+    assert.equal(rest.body.nextCursor, null);
+    assert.ok(!rest.body.items.some((e: { emergencyId: string }) => e.emergencyId === after.body.emergencyId || e.emergencyId === declared.body.emergencyId));
   });
 
   it('gives emergencies that existed before the column their record when migrating', async () => {

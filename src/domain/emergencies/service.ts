@@ -8,7 +8,7 @@ import type { Caller } from '../access/principal.js';
 import { auditRow, principalActor, recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
 import { appendEvent, type EmergencyEventType, eventRow } from '../events/append.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import { toJson } from '../shared/json.js';
 import type { Actor, Page } from '../shared/schema.js';
@@ -252,9 +252,16 @@ export async function getEmergency(ctx: AppContext, caller: Caller, orgId: strin
   return JSON.parse(await getEmergencyJson(ctx, caller, orgId, emergencyId)) as EmergencyRecord;
 }
 
-export async function listEmergencies(ctx: AppContext, caller: Caller, orgId: string, params: ListEmergenciesQuery): Promise<Page<EmergencyRecord>> {
+/**
+ * A page of emergencies, newest occurredAt first, as the JSON text of the response: the stored
+ * records as they are (see migration 0007), rows whose record is stale built from their columns.
+ */
+export async function listEmergenciesJson(ctx: AppContext, caller: Caller, orgId: string, params: ListEmergenciesQuery): Promise<string> {
   await authorize(ctx, caller, orgId, 'read');
-  let query = selectEmergencies(ctx.db.db).where('e.org_id', '=', orgId);
+  let query = ctx.db.db
+    .selectFrom('emergencies as e')
+    .select(['e.id', 'e.occurred_at', 'e.record', 'e.record_sequence', 'e.sequence'])
+    .where('e.org_id', '=', orgId);
   if (params.status) query = query.where('e.status', '=', params.status);
   if (params.categoryId) query = query.where('e.category_id', '=', params.categoryId.toLowerCase());
   if (params.externalId) query = query.where('e.external_id', '=', params.externalId);
@@ -267,7 +274,25 @@ export async function listEmergencies(ctx: AppContext, caller: Caller, orgId: st
     );
   }
   const rows = await query.orderBy('e.occurred_at', 'desc').orderBy('e.id', 'desc').limit(params.limit + 1).execute();
-  return paginate(rows, params.limit, toEmergencyRecord, (r) => [r.occurred_at, r.id]);
+  const hasMore = rows.length > params.limit;
+  const pageRows = hasMore ? rows.slice(0, params.limit) : rows;
+  const stale = pageRows.filter((r) => r.record === null || Number(r.record_sequence) !== Number(r.sequence)).map((r) => r.id);
+  const rebuilt = new Map<string, string>();
+  if (stale.length > 0) {
+    const full = await selectEmergencies(ctx.db.db).where('e.org_id', '=', orgId).where('e.id', 'in', stale).execute();
+    for (const row of full) rebuilt.set(row.id, JSON.stringify(toEmergencyRecord(row)));
+  }
+  const items = pageRows.flatMap((r) => {
+    const json = rebuilt.get(r.id) ?? r.record;
+    return json === null ? [] : [json];
+  });
+  const last = pageRows.at(-1);
+  const nextCursor = hasMore && last ? encodeCursor([last.occurred_at, last.id]) : null;
+  return `{"items":[${items.join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}`;
+}
+
+export async function listEmergencies(ctx: AppContext, caller: Caller, orgId: string, params: ListEmergenciesQuery): Promise<Page<EmergencyRecord>> {
+  return JSON.parse(await listEmergenciesJson(ctx, caller, orgId, params)) as Page<EmergencyRecord>;
 }
 
 /**

@@ -14,7 +14,7 @@ import {
 import {
   declareEmergency,
   getEmergencyJson,
-  listEmergencies,
+  listEmergenciesJson,
   recategorizeEmergency,
   resolveEmergency,
 } from '../../domain/emergencies/service.js';
@@ -69,7 +69,11 @@ export const emergencyRoutes =
         querystring: listEmergenciesQuery,
         response: { 200: emergencyPage, ...errorResponses() },
       },
-      handler: (req) => listEmergencies(ctx, callerOf(req), req.params.org_id, req.query),
+      // Built from the stored records as JSON text, sent as is (see getEmergency below).
+      handler: async (req, reply) => {
+        const json = await listEmergenciesJson(ctx, callerOf(req), req.params.org_id, req.query);
+        return reply.type('application/json; charset=utf-8').send(json as never);
+      },
     });
 
     r.get('/orgs/:org_id/emergencies/:emergency_id', {

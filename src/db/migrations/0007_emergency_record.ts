@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { selectEmergencies, toEmergencyRecord } from '../../domain/emergencies/repo.js';
+import { recordJsonOf, selectEmergencies } from '../../domain/emergencies/repo.js';
 
 /**
  * The emergency as the API returns it, stored as JSON next to its row and rewritten by every change,
@@ -18,7 +18,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     for (const row of rows) {
       await db
         .updateTable('emergencies')
-        .set({ record: JSON.stringify(toEmergencyRecord(row)), record_sequence: row.sequence })
+        .set({ record: recordJsonOf(row), record_sequence: row.sequence })
         .where('id', '=', row.id)
         .execute();
     }

@@ -1,30 +1,17 @@
 import { sql } from 'kysely';
 import type { DbHandle } from '../../db/connect.js';
 import { preparedQuery } from '../../db/prepared.js';
+import type { AuditLogTable, EmergencyTable, EventTable } from '../../db/types.js';
 import { PG_EVENT_CHANNEL } from '../events/bus.js';
 
-/** The rows one declare writes on PostgreSQL, as text (every column involved is text). */
+/** The rows one declare writes on PostgreSQL (every column involved is text), as the service builds them. */
 export interface DeclareRows {
-  id: string;
-  externalId: string | null;
-  categoryId: string;
-  source: string | null;
-  description: string | null;
-  occurredAt: string;
-  createdAt: string;
-  declaredBy: string;
-  location: string | null;
-  metadata: string | null;
-  record: string;
-  auditId: string;
-  actorType: string;
-  actorId: string;
-  actorName: string;
-  requestId: string | null;
-  auditDetails: string | null;
-  eventId: string;
-  payload: string;
-  eventCreatedAt: string;
+  emergency: Pick<
+    EmergencyTable,
+    'id' | 'external_id' | 'category_id' | 'source' | 'description' | 'occurred_at' | 'created_at' | 'declared_by' | 'location' | 'metadata'
+  > & { record: string };
+  audit: Pick<AuditLogTable, 'id' | 'actor_type' | 'actor_id' | 'actor_name' | 'request_id' | 'details'>;
+  event: Pick<EventTable, 'id' | 'payload' | 'created_at'>;
 }
 
 /** Most declares written by one statement. */
@@ -131,29 +118,29 @@ export class PgDeclareBatcher {
   }
 
   private async write(orgId: string, batch: Pending[]): Promise<number> {
-    const column = <K extends keyof DeclareRows>(key: K) => batch.map((pending) => pending.rows[key]);
+    const column = <T>(get: (rows: DeclareRows) => T) => batch.map((pending) => get(pending.rows));
     const [result] = await declareBatch.execute(this.db, {
       org_id: orgId,
-      ids: column('id'),
-      external_ids: column('externalId'),
-      category_ids: column('categoryId'),
-      sources: column('source'),
-      descriptions: column('description'),
-      occurred_ats: column('occurredAt'),
-      created_ats: column('createdAt'),
-      declared_bys: column('declaredBy'),
-      locations: column('location'),
-      metadatas: column('metadata'),
-      audit_ids: column('auditId'),
-      actor_types: column('actorType'),
-      actor_ids: column('actorId'),
-      actor_names: column('actorName'),
-      request_ids: column('requestId'),
-      audit_details: column('auditDetails'),
-      event_ids: column('eventId'),
-      payloads: column('payload'),
-      event_created_ats: column('eventCreatedAt'),
-      records: column('record'),
+      ids: column((r) => r.emergency.id),
+      external_ids: column((r) => r.emergency.external_id),
+      category_ids: column((r) => r.emergency.category_id),
+      sources: column((r) => r.emergency.source),
+      descriptions: column((r) => r.emergency.description),
+      occurred_ats: column((r) => r.emergency.occurred_at),
+      created_ats: column((r) => r.emergency.created_at),
+      declared_bys: column((r) => r.emergency.declared_by),
+      locations: column((r) => r.emergency.location),
+      metadatas: column((r) => r.emergency.metadata),
+      records: column((r) => r.emergency.record),
+      audit_ids: column((r) => r.audit.id),
+      actor_types: column((r) => r.audit.actor_type),
+      actor_ids: column((r) => r.audit.actor_id),
+      actor_names: column((r) => r.audit.actor_name),
+      request_ids: column((r) => r.audit.request_id),
+      audit_details: column((r) => r.audit.details),
+      event_ids: column((r) => r.event.id),
+      payloads: column((r) => r.event.payload),
+      event_created_ats: column((r) => r.event.created_at),
     });
     if (!result) throw new Error(`Organization ${orgId} does not exist.`);
     return Number(result.last_offset);

@@ -79,3 +79,14 @@ export function toEmergencyRecord(row: EmergencyRow): EmergencyRecord {
     metadata: fromJson<Record<string, unknown>>(row.metadata),
   };
 }
+
+/** The stored record of a row when it is current (written at the row's sequence); null when stale or absent. */
+export function currentRecord(row: { record: string | null; record_sequence: number | string | null; sequence: number | string }): string | null {
+  return row.record !== null && Number(row.record_sequence) === Number(row.sequence) ? row.record : null;
+}
+
+/** The record of a row read with its category and resolution, as JSON text. */
+export const recordJsonOf = (row: EmergencyRow): string => JSON.stringify(toEmergencyRecord(row));
+
+/** The `data` of an emergency event, with the emergency's record already encoded. */
+export const eventDataJson = (recordJson: string): string => `{"emergency":${recordJson}}`;

@@ -13,7 +13,7 @@ import { isUuid, newId, nowIso } from '../shared/ids.js';
 import { toJson } from '../shared/json.js';
 import type { Actor, Page } from '../shared/schema.js';
 import { pgDeclareBatcher } from './pg-declare-batch.js';
-import { selectEmergencies, toEmergencyRecord, type EmergencyRow } from './repo.js';
+import { currentRecord, eventDataJson, recordJsonOf, selectEmergencies, toEmergencyRecord, type EmergencyRow } from './repo.js';
 import type { DeclareInput, EmergencyRecord, ListEmergenciesQuery, RecategorizeInput, ResolveInput } from './schema.js';
 
 function actorOf(caller: Caller, person: { id: string; name: string } | undefined): Actor {
@@ -53,7 +53,7 @@ async function recordTransition(
     eventType,
     sequence,
     data: { emergency },
-    dataJson: `{"emergency":${change.recordJson}}`,
+    dataJson: eventDataJson(change.recordJson),
     createdAt: change.at,
   });
 }
@@ -171,31 +171,10 @@ async function declareOnPostgres(ctx: AppContext, caller: Caller, orgId: string,
     eventType: 'emergency.declared',
     sequence: 1,
     data: { emergency },
-    dataJson: `{"emergency":${row.record}}`,
+    dataJson: eventDataJson(row.record),
     createdAt: row.created_at,
   });
-  const offset = await pgDeclareBatcher(ctx.db).declare(orgId, {
-    id: row.id,
-    externalId: row.external_id,
-    categoryId: row.category_id,
-    source: row.source,
-    description: row.description,
-    occurredAt: row.occurred_at,
-    createdAt: row.created_at,
-    declaredBy: row.declared_by,
-    location: row.location,
-    metadata: row.metadata,
-    record: row.record,
-    auditId: audit.id,
-    actorType: audit.actor_type,
-    actorId: audit.actor_id,
-    actorName: audit.actor_name,
-    requestId: audit.request_id,
-    auditDetails: audit.details,
-    eventId,
-    payload: event.row.payload,
-    eventCreatedAt: event.row.created_at,
-  });
+  const offset = await pgDeclareBatcher(ctx.db).declare(orgId, { emergency: row, audit, event: event.row });
   ctx.bus.committed({ orgId, offset });
   return emergency;
 }
@@ -244,8 +223,7 @@ export async function getEmergencyJson(ctx: AppContext, caller: Caller, orgId: s
   if (!isUuid(emergencyId)) throw emergencyNotFound(emergencyId);
   const [stored] = await storedRecordById.execute(ctx.db, { org_id: orgId, id: emergencyId.toLowerCase() });
   if (!stored) throw emergencyNotFound(emergencyId);
-  if (stored.record !== null && Number(stored.record_sequence) === Number(stored.sequence)) return stored.record;
-  return JSON.stringify(toEmergencyRecord(await findEmergencyRow(ctx.db, orgId, emergencyId, false)));
+  return currentRecord(stored) ?? recordJsonOf(await findEmergencyRow(ctx.db, orgId, emergencyId, false));
 }
 
 export async function getEmergency(ctx: AppContext, caller: Caller, orgId: string, emergencyId: string): Promise<EmergencyRecord> {
@@ -276,11 +254,11 @@ export async function listEmergenciesJson(ctx: AppContext, caller: Caller, orgId
   const rows = await query.orderBy('e.occurred_at', 'desc').orderBy('e.id', 'desc').limit(params.limit + 1).execute();
   const hasMore = rows.length > params.limit;
   const pageRows = hasMore ? rows.slice(0, params.limit) : rows;
-  const stale = pageRows.filter((r) => r.record === null || Number(r.record_sequence) !== Number(r.sequence)).map((r) => r.id);
+  const stale = pageRows.filter((r) => currentRecord(r) === null).map((r) => r.id);
   const rebuilt = new Map<string, string>();
   if (stale.length > 0) {
     const full = await selectEmergencies(ctx.db.db).where('e.org_id', '=', orgId).where('e.id', 'in', stale).execute();
-    for (const row of full) rebuilt.set(row.id, JSON.stringify(toEmergencyRecord(row)));
+    for (const row of full) rebuilt.set(row.id, recordJsonOf(row));
   }
   const items = pageRows.flatMap((r) => {
     const json = rebuilt.get(r.id) ?? r.record;

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { categoryPage } from '../../domain/categories/schema.js';
@@ -21,6 +21,14 @@ import {
 import { callerOf } from '../auth.js';
 import { errorResponses } from '../error-schemas.js';
 import { emergencyPath, orgPath, pageQuery } from './params.js';
+
+/**
+ * Reads answer with the stored records' JSON text (see migration 0007), sent as is: a string with a
+ * JSON content type skips the serializer, so it is not parsed and encoded again.
+ */
+function sendJsonText(reply: FastifyReply, json: string) {
+  return reply.type('application/json; charset=utf-8').send(json as never);
+}
 
 export const emergencyRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
@@ -69,11 +77,7 @@ export const emergencyRoutes =
         querystring: listEmergenciesQuery,
         response: { 200: emergencyPage, ...errorResponses() },
       },
-      // Built from the stored records as JSON text, sent as is (see getEmergency below).
-      handler: async (req, reply) => {
-        const json = await listEmergenciesJson(ctx, callerOf(req), req.params.org_id, req.query);
-        return reply.type('application/json; charset=utf-8').send(json as never);
-      },
+      handler: async (req, reply) => sendJsonText(reply, await listEmergenciesJson(ctx, callerOf(req), req.params.org_id, req.query)),
     });
 
     r.get('/orgs/:org_id/emergencies/:emergency_id', {
@@ -84,12 +88,8 @@ export const emergencyRoutes =
         params: emergencyPath,
         response: { 200: emergencyRecord, ...errorResponses({ 404: 'emergency_not_found' }) },
       },
-      // The stored record is already the response's JSON text: sent as is (a string with a JSON
-      // content type skips the serializer), not parsed and encoded again.
-      handler: async (req, reply) => {
-        const json = await getEmergencyJson(ctx, callerOf(req), req.params.org_id, req.params.emergency_id);
-        return reply.type('application/json; charset=utf-8').send(json as never);
-      },
+      handler: async (req, reply) =>
+        sendJsonText(reply, await getEmergencyJson(ctx, callerOf(req), req.params.org_id, req.params.emergency_id)),
     });
 
     r.patch('/orgs/:org_id/emergencies/:emergency_id', {

@@ -1,51 +1,85 @@
 /**
- * Measuring devices spread over several processes. A thousand devices read by one process are read one
- * after another, so the last of them reports the frame late by the time spent reading all the
- * others: an artefact of packing the devices onto one machine, where each real base station reads
- * only its own socket. Spread over `processes` readers, that queue is that many times shorter. The
- * bare TCP floor in bench/devices.ts is read by the same swarm, so both are measured alike.
+ * Measuring devices for the push benchmark, spread over several reader processes
+ * (bench/lib/device-reader.c, compiled on first use with the machine's C compiler).
+ *
+ * Each reader holds its share of the device sockets, does the WebSocket handshake itself and reads the
+ * server's frames straight off the socket, as base-station firmware would. For every frame it records
+ *   - `arrived`: the kernel's receive timestamp of the frame's last bytes (SO_TIMESTAMPNS), when the frame
+ *     reached the device's socket;
+ *   - `read`: when the reader process read it.
+ * A real base station reads only its own socket, so its `read` follows `arrived` at once. Here a thousand
+ * devices share the server's two cores: one reader reads its sockets one after another, and the last
+ * of them is read late by the time spent reading all the others (and by whatever the server is doing on
+ * the same cores). `arrived` is free of that queue; `read` is not. Both are reported.
  *
  * Times are CLOCK_MONOTONIC milliseconds (`monotonicMs`), the same clock in every process.
- *
- * This file is also the reader process itself (started with the `--swarm-reader` argument).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import type { Socket } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { connectRawDevice, connectReader } from './raw-device.js';
+import { createInterface } from 'node:readline';
+import { compiledTool } from './c-tools.js';
 
 export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
 type Target = { kind: 'device'; wsUrl: string; tokens: string[] } | { kind: 'tcp'; port: number; count: number; bytes: number };
 
-type ToReader = { type: 'connect'; target: Target } | { type: 'collect' } | { type: 'close' };
-type FromReader = { type: 'connected' } | { type: 'complete'; offset: number } | { type: 'samples'; samples: [number, number[]][] };
+/** When each device (or socket) had one frame, in monotonic ms. */
+export interface Arrivals {
+  arrived: number[];
+  read: number[];
+}
+
+class Reader {
+  private readonly lineWaiters: ((line: string) => boolean)[] = [];
+
+  constructor(
+    readonly process: ChildProcess,
+    onComplete: (offset: number) => void,
+  ) {
+    // A reader that exited (it does when a device socket closes under it) reports that on stderr;
+    // later commands to it are dropped rather than crash the benchmark.
+    process.stdin!.on('error', () => {});
+    const lines = createInterface({ input: process.stdout! });
+    lines.on('line', (line) => {
+      if (line.startsWith('complete ')) return onComplete(Number(line.slice(9)));
+      const waiter = this.lineWaiters[0];
+      if (waiter && waiter(line)) this.lineWaiters.shift();
+    });
+  }
+
+  send(command: string): void {
+    this.process.stdin!.write(`${command}\n`);
+  }
+
+  /** Feeds the reader's answer lines to `take` until it returns true. */
+  answer(take: (line: string) => boolean): Promise<void> {
+    return new Promise((resolve) => this.lineWaiters.push((line) => (take(line) ? (resolve(), true) : false)));
+  }
+}
 
 export class DeviceSwarm {
   private readonly waiters = new Map<number, { left: number; resolve: () => void }>();
   private readonly completed = new Map<number, number>();
 
-  private constructor(private readonly readers: ChildProcess[]) {
-    for (const reader of readers) {
-      reader.on('message', (m: FromReader) => {
-        if (m.type !== 'complete') return;
-        this.completed.set(m.offset, (this.completed.get(m.offset) ?? 0) + 1);
-        const waiter = this.waiters.get(m.offset);
-        if (waiter && --waiter.left === 0) {
-          this.waiters.delete(m.offset);
-          waiter.resolve();
-        }
-      });
-    }
-  }
+  private constructor(private readonly readers: Reader[]) {}
 
   static start(processes: number): DeviceSwarm {
-    const file = fileURLToPath(import.meta.url);
-    return new DeviceSwarm(
-      Array.from({ length: processes }, () =>
-        spawn(process.execPath, ['--import', 'tsx', file, '--swarm-reader'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
-      ),
+    const binary = compiledTool('device-reader.c');
+    let swarm: DeviceSwarm | undefined;
+    const readers = Array.from(
+      { length: processes },
+      () => new Reader(spawn(binary, [], { stdio: ['pipe', 'pipe', 'inherit'] }), (offset) => swarm!.onComplete(offset)),
     );
+    swarm = new DeviceSwarm(readers);
+    return swarm;
+  }
+
+  private onComplete(offset: number): void {
+    this.completed.set(offset, (this.completed.get(offset) ?? 0) + 1);
+    const waiter = this.waiters.get(offset);
+    if (waiter && --waiter.left === 0) {
+      this.waiters.delete(offset);
+      waiter.resolve();
+    }
   }
 
   /** Device streams (`tokens`, dealt out over the readers), or bare TCP sockets to `port`. */
@@ -53,11 +87,16 @@ export class DeviceSwarm {
     const n = this.readers.length;
     await Promise.all(
       this.readers.map((reader, i) => {
-        const part: Target =
-          target.kind === 'device'
-            ? { ...target, tokens: target.tokens.filter((_, j) => j % n === i) }
-            : { ...target, count: Math.floor(target.count / n) + (i < target.count % n ? 1 : 0) };
-        return this.request(reader, { type: 'connect', target: part }, 'connected');
+        if (target.kind === 'device') {
+          const url = new URL(target.wsUrl);
+          const path = `${url.pathname}${url.search}`;
+          target.tokens.forEach((token, j) => j % n === i && reader.send(`device ${url.hostname} ${url.port} ${path} ${token}`));
+        } else {
+          const count = Math.floor(target.count / n) + (i < target.count % n ? 1 : 0);
+          for (let j = 0; j < count; j++) reader.send(`tcp 127.0.0.1 ${target.port} ${target.bytes}`);
+        }
+        reader.send('sync');
+        return reader.answer((line) => line.startsWith('connected '));
       }),
     );
   }
@@ -81,12 +120,20 @@ export class DeviceSwarm {
     });
   }
 
-  /** Every arrival time recorded so far, by offset; the readers forget them. */
-  async collect(): Promise<Map<number, number[]>> {
-    const all = new Map<number, number[]>();
+  /** Every frame recorded so far, by offset; the readers forget them. */
+  async collect(): Promise<Map<number, Arrivals>> {
+    const all = new Map<number, Arrivals>();
     for (const reader of this.readers) {
-      const m = (await this.request(reader, { type: 'collect' }, 'samples')) as Extract<FromReader, { type: 'samples' }>;
-      for (const [offset, times] of m.samples) all.set(offset, [...(all.get(offset) ?? []), ...times]);
+      reader.send('collect');
+      await reader.answer((line) => {
+        if (line === 'end') return true;
+        const [, offset, arrivedNs, readNs] = line.split(' ');
+        let entry = all.get(Number(offset));
+        if (!entry) all.set(Number(offset), (entry = { arrived: [], read: [] }));
+        entry.arrived.push(Number(arrivedNs) / 1e6);
+        entry.read.push(Number(readNs) / 1e6);
+        return false;
+      });
     }
     this.completed.clear();
     return all;
@@ -97,71 +144,11 @@ export class DeviceSwarm {
       this.readers.map(
         (reader) =>
           new Promise<void>((resolve) => {
-            reader.once('exit', () => resolve());
-            reader.send({ type: 'close' } satisfies ToReader);
+            if (reader.process.exitCode !== null || reader.process.signalCode !== null) return resolve();
+            reader.process.once('exit', () => resolve());
+            reader.send('close');
           }),
       ),
     );
   }
-
-  private request(reader: ChildProcess, message: ToReader, answer: FromReader['type']): Promise<FromReader> {
-    return new Promise((resolve) => {
-      const onMessage = (m: FromReader) => {
-        if (m.type !== answer) return;
-        reader.off('message', onMessage);
-        resolve(m);
-      };
-      reader.on('message', onMessage);
-      reader.send(message);
-    });
-  }
 }
-
-/** The reader process: connects what it is told to, records arrival times, reports complete offsets. */
-function runReader(): void {
-  const sockets: Socket[] = [];
-  const arrivals = new Map<number, number[]>();
-  const send = (m: FromReader) => process.send!(m);
-  const arrived = (offset: number) => {
-    const at = monotonicMs();
-    let times = arrivals.get(offset);
-    if (!times) arrivals.set(offset, (times = []));
-    times.push(at);
-    if (times.length === sockets.length) send({ type: 'complete', offset });
-  };
-  process.on('message', async (m: ToReader) => {
-    if (m.type === 'close') {
-      for (const socket of sockets) socket.destroy();
-      process.exit(0);
-    }
-    if (m.type === 'collect') {
-      send({ type: 'samples', samples: [...arrivals] });
-      arrivals.clear();
-      return;
-    }
-    const target = m.target;
-    if (target.kind === 'device') {
-      for (let i = 0; i < target.tokens.length; i += 100) {
-        sockets.push(...(await Promise.all(target.tokens.slice(i, i + 100).map((token) => connectRawDevice(target.wsUrl, token, (offset) => arrived(offset))))));
-      }
-    } else {
-      for (let i = 0; i < target.count; i++) {
-        // A buffer may arrive in pieces; it counts once all of it is here. Rounds number from 1.
-        let bytesIn = 0;
-        let round = 1;
-        const socket = connectReader(target.port, '127.0.0.1', (chunk) => {
-          bytesIn += chunk.length;
-          while (bytesIn >= target.bytes) {
-            bytesIn -= target.bytes;
-            arrived(round++);
-          }
-        });
-        await new Promise((resolve) => socket.once('connect', resolve));
-        sockets.push(socket);
-      }
-    }
-    send({ type: 'connected' });
-  });
-}
-
-if (process.argv.includes('--swarm-reader')) runReader();

@@ -39,7 +39,7 @@ export interface DbHandle {
   groupCommit?: SqliteGroupCommitter;
   /**
    * For SQLite: the connection's prepared statements, when a statement may run on it directly (see
-   * `SqliteStatements`); null while a transaction may be open on it.
+   * `SqliteStatements`); null while a transaction is open on it.
    */
   sqliteDirect?(): SqliteStatements | null;
   close(): Promise<void>;
@@ -127,7 +127,10 @@ export function openDatabase(url: string): DbHandle {
       describe: `sqlite:${path}`,
       sqlitePath: path === ':memory:' ? undefined : path,
       groupCommit,
-      sqliteDirect: () => (groupCommit.idle ? statements : null),
+      // Direct statements must not land inside an open transaction (they would read its uncommitted
+      // rows); SQLite's own flag says exactly when one is open, including between group-commit batches
+      // (where the commit's wake-ups read the rows just committed).
+      sqliteDirect: () => (sqlite.inTransaction ? null : statements),
       /** Moves WAL checkpoints off the request thread (long-running processes only). */
       offloadCheckpoints() {
         if (path === ':memory:' || stopCheckpointer) return;

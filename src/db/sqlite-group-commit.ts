@@ -51,11 +51,6 @@ export class SqliteGroupCommitter {
     this.offsets = new BatchEventOffsets(sqlite);
   }
 
-  /** No transaction is queued or open: a statement on the connection now runs outside any. */
-  get idle(): boolean {
-    return !this.draining;
-  }
-
   run<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });

@@ -98,7 +98,7 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
   const streamOf = (orgId: string): OrgStream => {
     let stream = streams.get(orgId);
     if (!stream) {
-      stream = new OrgStream(orgId, db, {
+      stream = new OrgStream(orgId, ctx.db, {
         pageSize: options.pageSize,
         replayHighWaterBytes: Math.floor(options.maxBufferedBytes / 2),
         onError,

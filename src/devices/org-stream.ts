@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely';
-import type { Database } from '../db/types.js';
+import type { DbHandle } from '../db/connect.js';
 import type { DeviceConnection } from './connection.js';
 import { eventsAfter } from './event-reader.js';
 import { eventFrame, wireTextFrame } from './protocol.js';
@@ -35,7 +34,7 @@ export class OrgStream {
 
   constructor(
     readonly orgId: string,
-    private readonly db: Kysely<Database>,
+    private readonly db: DbHandle,
     private readonly options: OrgStreamOptions,
   ) {}
 

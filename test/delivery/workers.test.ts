@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createSubscription, listDeliveryAttempts } from '../../src/domain/webhooks/service.js';
 import { client } from '../helpers/http.js';
-import { createOrgTree, mintKey, type TestServer } from '../helpers/server.js';
+import { createOrgTree, mintKey, orgApi, type TestServer } from '../helpers/server.js';
 import { killHard, type Receiver, spawnWorker, startDeliveryServer, startReceiver, verify, waitFor } from './helpers.js';
 
 // These suites run the real `emergency-api worker` executable next to an API server that has no
@@ -62,7 +62,7 @@ describe('standalone webhook workers', () => {
     const workerArgs = ['--poll-seconds', '0.2'];
     const workers = await Promise.all([spawnWorker(server.databaseUrl, workerArgs), spawnWorker(server.databaseUrl, workerArgs)]);
     children.push(...workers);
-    const api = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    const api = await orgApi(server, org.orgId);
     const emergencies = 15;
     for (let i = 0; i < emergencies; i++) {
       const id = (await api.post(`/orgs/${org.orgId}/emergencies`, { description: `pair ${i}` })).body.emergencyId;

@@ -7,6 +7,7 @@ import { createUser } from '../../src/domain/users/service.js';
 import type { AppContext } from '../../src/context.js';
 import { type RunningServer, type ServerOptions, startServer } from '../../src/server.js';
 import { freshDatabaseUrl } from './db.js';
+import { client } from './http.js';
 
 export interface TestServer extends RunningServer {
   /** REST base, ending in /api/public/v1 */
@@ -61,6 +62,11 @@ export async function createOrgTree(ctx: AppContext, options: { partnerId?: stri
   const fire = await createCategory(ctx, orgId, { name: 'Fire', color: '#D32F2F', severity: 5, responseLevel: 'evacuate' });
   const medical = await createCategory(ctx, orgId, { name: 'Medical', color: '#1976d2', severity: 3, responseLevel: 'medical' });
   return { partnerId, enterpriseId, orgId, categories: { Fire: fire.id, Medical: medical.id } };
+}
+
+/** An HTTP client holding a read/write key of the org. */
+export async function orgApi(server: TestServer, orgId: string): Promise<ReturnType<typeof client>> {
+  return client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: orgId })).key);
 }
 
 export async function mintKey(ctx: AppContext, spec: Partial<KeySpec> & Pick<KeySpec, 'subjectType' | 'subjectId'>): Promise<{ id: string; key: string }> {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { client } from '../helpers/http.js';
-import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+import type { client } from '../helpers/http.js';
+import { createOrgTree, orgApi, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Values shaped like the real fields, wrong in every way fast-check can think of. */
 const fieldValue = fc.oneof(
@@ -38,7 +38,7 @@ describe('random input never produces a 5xx', () => {
   before(async () => {
     server = await startTestServer();
     org = await createOrgTree(server.ctx);
-    api = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    api = await orgApi(server, org.orgId);
     emergencyId = (await api.post(`/orgs/${org.orgId}/emergencies`, {})).body.emergencyId;
   });
   after(() => server.close());

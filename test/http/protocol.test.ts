@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { client } from '../helpers/http.js';
-import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+import { createOrgTree, orgApi, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('HTTP protocol: errors, request ids, OpenAPI, health', () => {
   let server: TestServer;
@@ -13,7 +13,7 @@ describe('HTTP protocol: errors, request ids, OpenAPI, health', () => {
   before(async () => {
     server = await startTestServer();
     org = await createOrgTree(server.ctx);
-    api = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    api = await orgApi(server, org.orgId);
     path = `/orgs/${org.orgId}/emergencies`;
   });
   after(() => server.close());

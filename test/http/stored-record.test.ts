@@ -4,7 +4,7 @@ import { Migrator } from 'kysely';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { migrations } from '../../src/db/migrations/index.js';
 import { client } from '../helpers/http.js';
-import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+import { createOrgTree, orgApi, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 
 // GET answers from the record stored with each change (migration 0007). These check that what it
 // answers is always the emergency's current state, however the row came to be.
@@ -17,7 +17,7 @@ describe('stored emergency records', () => {
   before(async () => {
     server = await startTestServer();
     org = await createOrgTree(server.ctx);
-    api = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    api = await orgApi(server, org.orgId);
     path = `/orgs/${org.orgId}/emergencies`;
   });
   after(() => server.close());
@@ -70,7 +70,7 @@ describe('stored emergency records', () => {
 
   it('gives emergencies that existed before the column their record when migrating', async () => {
     const other = await createOrgTree(server.ctx);
-    const otherApi = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: other.orgId })).key);
+    const otherApi = await orgApi(server, other.orgId);
     const otherPath = `/orgs/${other.orgId}/emergencies`;
     const kept = await otherApi.post(otherPath, { description: 'kept', categoryName: 'Fire' });
     const resolved = await otherApi.post(`${otherPath}/${kept.body.emergencyId}/resolutions`, { resolutionNote: 'out' });

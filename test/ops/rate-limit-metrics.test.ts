@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { client } from '../helpers/http.js';
-import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+import { createOrgTree, mintKey, orgApi, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 
 describe('rate limiting and metrics', () => {
   let server: TestServer;
@@ -14,7 +14,7 @@ describe('rate limiting and metrics', () => {
   after(() => server.close());
 
   it('allows a burst of twice the rate per key, then answers 429 with Retry-After and RateLimit headers', async () => {
-    const api = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    const api = await orgApi(server, org.orgId);
     const first = await api.get(`/orgs/${org.orgId}/emergencies`);
     assert.equal(first.status, 200);
     assert.equal(first.headers.get('ratelimit-limit'), '10');
@@ -28,7 +28,7 @@ describe('rate limiting and metrics', () => {
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
     assert.equal(limited.headers.get('ratelimit-remaining'), '0');
 
-    const other = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    const other = await orgApi(server, org.orgId);
     assert.equal((await other.get(`/orgs/${org.orgId}/emergencies`)).status, 200, 'buckets are per key');
 
     await new Promise((r) => setTimeout(r, 1100));
@@ -42,7 +42,7 @@ describe('rate limiting and metrics', () => {
   });
 
   it('exposes Prometheus metrics with per-route request counts and latencies', async () => {
-    const api = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    const api = await orgApi(server, org.orgId);
     await api.post(`/orgs/${org.orgId}/emergencies`, {});
     const res = await fetch(`${server.url}/metrics`);
     assert.equal(res.status, 200);

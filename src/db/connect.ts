@@ -5,7 +5,6 @@ import {
   CompiledQuery,
   type DatabaseConnection,
   Kysely,
-  PostgresDialect,
   SqliteAdapter,
   SqliteDialect,
   SqliteDriver,
@@ -14,6 +13,7 @@ import {
 } from 'kysely';
 import type pg from 'pg';
 import { pgDriver } from './pg-module.js';
+import { OwnSchemaPostgresDialect } from './pg-schema-introspector.js';
 import { startSqliteCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteGroupCommitter } from './sqlite-group-commit.js';
 import type { Database } from './types.js';
@@ -153,7 +153,7 @@ export function openDatabase(url: string): DbHandle {
     clientConfig.options = `-c search_path=${schema}`;
   }
   const pool = new (pgDriver().Pool)({ ...clientConfig, max: 10 });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
   return { db, dialect: 'postgres', describe, pgConfig: clientConfig, pgPool: pool, pgSchema: schema ?? undefined, close: () => db.destroy() };
 }

@@ -204,9 +204,8 @@ export class Dispatcher {
   }
 
   /**
-   * Subscriptions to claim for in this round, with their URL and secrets. Active subscriptions are
-   * reloaded on every poll (so a disable, rotation or new URL made elsewhere applies within one poll
-   * interval); between polls, only subscriptions never seen before are read.
+   * Subscriptions to claim for in this round, with their URL and secrets, read in this round: every
+   * active one on a poll, between polls those with work (new deliveries, a retry due, room again).
    */
   private async candidateSubscriptions(): Promise<WebhookSubscriptionTable[]> {
     const query = this.ctx.db.db.selectFrom('webhook_subscriptions').selectAll().where('status', '=', 'active');
@@ -221,9 +220,12 @@ export class Dispatcher {
     if (this.dirtySubs.size === 0) return [];
     const ids = [...this.dirtySubs];
     this.dirtySubs.clear();
-    const unknown = ids.filter((id) => !this.subscriptions.has(id));
-    if (unknown.length > 0) for (const row of await query.where('id', 'in', unknown).execute()) this.subscriptions.set(row.id, row);
-    return ids.flatMap((id) => this.subscriptions.get(id) ?? []);
+    // Read again, not taken from the map: a rotation or a disable made since (by the admin CLI or
+    // another instance) applies from the next claim on, so a delivery is signed with the secrets
+    // current when it is claimed.
+    const rows = await query.where('id', 'in', ids).execute();
+    for (const row of rows) this.subscriptions.set(row.id, row);
+    return rows;
   }
 
   private held(subId: string): number {

@@ -223,16 +223,22 @@ describe('webhook delivery', () => {
     assert.equal(receiver.forPath('/gone').length, 1, 'nothing is sent after the 410');
   });
 
-  it('signs with both secrets during a rotation', async () => {
+  it('signs with both secrets from the first delivery claimed after a rotation', async () => {
     const org = await createOrgTree(server.ctx);
     const sub = await subscribe('/rotate', { subjectType: 'org', subjectId: org.orgId });
+    const api = await apiFor(org.orgId);
+    // A delivery before the rotation: the dispatcher has this subscription in hand when it rotates.
+    await api.post(`/orgs/${org.orgId}/emergencies`, {});
+    const [before] = await waitFor('delivery', () => (receiver.forPath('/rotate').length === 1 ? receiver.forPath('/rotate') : null));
+    assert.equal(before!.headers['webhook-signature']!.split(' ').length, 1);
+    verify(sub.secret, before!);
     const rotated = await rotateSubscriptionSecret(server.ctx, operatorCaller(), sub.id);
     assert.notEqual(rotated.secret, sub.secret);
     assert.match(rotated.secret, /^whsec_[A-Za-z0-9+/]{43}=$/);
     const graceHours = (Date.parse(rotated.previousSecretExpiresAt) - Date.now()) / 3_600_000;
     assert.ok(graceHours > 23.9 && graceHours <= 24);
-    await (await apiFor(org.orgId)).post(`/orgs/${org.orgId}/emergencies`, {});
-    const [req] = await waitFor('delivery', () => (receiver.forPath('/rotate').length === 1 ? receiver.forPath('/rotate') : null));
+    await api.post(`/orgs/${org.orgId}/emergencies`, {});
+    const [, req] = await waitFor('delivery', () => (receiver.forPath('/rotate').length === 2 ? receiver.forPath('/rotate') : null));
     assert.equal(req!.headers['webhook-signature']!.split(' ').length, 2);
     assert.equal(verify(rotated.secret, req!).eventType, 'emergency.declared');
     assert.equal(verify(sub.secret, req!).eventType, 'emergency.declared');

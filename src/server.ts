@@ -3,6 +3,7 @@ import { buildApp, createContext } from './app.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { migrateToLatest } from './db/migrate.js';
+import { describeError } from './delivery/log.js';
 import { startPgEventListener } from './domain/events/pg-listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
@@ -29,8 +30,10 @@ export interface ServerOptions {
 export async function startServer(config: Config, existing?: AppContext, options: ServerOptions = {}): Promise<RunningServer> {
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
-  ctx.db.offloadCheckpoints?.();
   const app = await buildApp(ctx);
+  ctx.db.offloadCheckpoints?.((err) =>
+    app.log.error(describeError(err), 'the SQLite checkpoint thread failed; SQLite checkpoints inside commits again'),
+  );
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
   stoppers.push(startPgEventListener(ctx));

@@ -29,8 +29,11 @@ export interface DbHandle {
   pgConfig?: pg.ClientConfig;
   /** For SQLite files: the path of the database file. */
   sqlitePath?: string;
-  /** For SQLite files: checkpoint the WAL from a background thread instead of inside commits. */
-  offloadCheckpoints?(): void;
+  /**
+   * For SQLite files: checkpoint the WAL from a background thread instead of inside commits. If the
+   * thread fails, `onFailure` is told and SQLite's own checkpoints take over again.
+   */
+  offloadCheckpoints?(onFailure: (err: Error) => void): void;
   /** For PostgreSQL: the pool under `db`, for named (server-side prepared) statements outside transactions. */
   pgPool?: pg.Pool;
   /** For PostgreSQL: the schema named in the URL, if any. */
@@ -132,10 +135,14 @@ export function openDatabase(url: string): DbHandle {
       // (where the commit's wake-ups read the rows just committed).
       sqliteDirect: () => (sqlite.inTransaction ? null : statements),
       /** Moves WAL checkpoints off the request thread (long-running processes only). */
-      offloadCheckpoints() {
+      offloadCheckpoints(onFailure) {
         if (path === ':memory:' || stopCheckpointer) return;
         sqlite.pragma('wal_autocheckpoint = 0');
-        stopCheckpointer = startSqliteCheckpointer(path);
+        stopCheckpointer = startSqliteCheckpointer(path, (err) => {
+          // Without the thread the WAL would grow without bound: SQLite's default threshold again.
+          if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
+          onFailure(err);
+        });
       },
       async close() {
         await stopCheckpointer?.();

@@ -22,17 +22,28 @@ parentPort.on('message', () => {
 /**
  * SQLite's automatic checkpoint runs inside whichever commit crosses the threshold, copying the WAL
  * into the database file and fsyncing on the request path. The service turns it off on its writing
- * connection and checkpoints from this background thread instead.
+ * connection and checkpoints from this background thread instead. Should the thread fail (it cannot
+ * open the file, it runs out of memory), `onFailure` is told and the service goes on: an error of a
+ * worker with no listener would otherwise end the whole process.
  */
-export function startSqliteCheckpointer(path: string, intervalMs = 1000): () => Promise<void> {
+export function startSqliteCheckpointer(path: string, onFailure: (err: Error) => void, intervalMs = 1000): () => Promise<void> {
   const modulePath = createRequire(import.meta.url).resolve('better-sqlite3');
   const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, modulePath, intervalMs } });
   worker.unref();
-  return () =>
-    new Promise((done) => {
-      worker.once('exit', () => done());
-      worker.ref(); // keep the process alive until the final checkpoint is done
-      worker.postMessage('stop');
-      setTimeout(() => void worker.terminate(), 2000).unref();
-    });
+  let exited = false;
+  const exit = new Promise<void>((done) =>
+    worker.once('exit', () => {
+      exited = true;
+      done();
+    }),
+  );
+  worker.on('error', onFailure);
+  return async () => {
+    if (exited) return;
+    worker.ref(); // keep the process alive until the final checkpoint is done
+    worker.postMessage('stop');
+    const timer = setTimeout(() => void worker.terminate(), 2000);
+    await exit;
+    clearTimeout(timer);
+  };
 }

@@ -31,9 +31,8 @@ export async function startServer(config: Config, existing?: AppContext, options
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
   const app = await buildApp(ctx);
-  ctx.db.offloadCheckpoints?.((err) =>
-    app.log.error(describeError(err), 'the SQLite checkpoint thread failed; SQLite checkpoints inside commits again'),
-  );
+  ctx.db.reportFailures((err, consequence) => app.log.error(describeError(err), consequence));
+  ctx.db.offloadCheckpoints?.();
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
   stoppers.push(startPgEventListener(ctx));

@@ -3,7 +3,7 @@ import { loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { startPgEventListener } from '../domain/events/pg-listener.js';
 import { Dispatcher } from '../delivery/dispatcher.js';
-import { jsonLogger } from '../delivery/log.js';
+import { describeError, jsonLogger } from '../delivery/log.js';
 import type { CliCommand } from './command.js';
 import { UsageError } from './command.js';
 
@@ -31,6 +31,7 @@ export const workerCommands: Record<string, CliCommand> = {
       const ctx = createContext(config);
       await migrateToLatest(ctx.db);
       const logger = jsonLogger(config.LOG_LEVEL);
+      ctx.db.reportFailures((err, consequence) => logger.error(describeError(err), consequence));
       const dispatcher = new Dispatcher(ctx, { ...options, logger });
       // On PostgreSQL, NOTIFYs from the instances that write events wake this worker at once.
       const stopListener = startPgEventListener(ctx);

@@ -20,6 +20,9 @@ import type { Database } from './types.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
+/** A failure the database handle survived, with what it did about it. */
+export type FailureReport = (err: Error, consequence: string) => void;
+
 export interface DbHandle {
   db: Kysely<Database>;
   dialect: Dialect;
@@ -29,11 +32,14 @@ export interface DbHandle {
   pgConfig?: pg.ClientConfig;
   /** For SQLite files: the path of the database file. */
   sqlitePath?: string;
+  /** For SQLite files: checkpoint the WAL from a background thread instead of inside commits. */
+  offloadCheckpoints?(): void;
   /**
-   * For SQLite files: checkpoint the WAL from a background thread instead of inside commits. If the
-   * thread fails, `onFailure` is told and SQLite's own checkpoints take over again.
+   * Where failures the handle survives on its own are reported: the SQLite checkpoint thread failing
+   * (SQLite's own checkpoints take over again), an idle PostgreSQL connection ending (the pool opens
+   * another). Until one is set they are survived unreported.
    */
-  offloadCheckpoints?(onFailure: (err: Error) => void): void;
+  reportFailures(report: FailureReport): void;
   /** For PostgreSQL: the pool under `db`, for named (server-side prepared) statements outside transactions. */
   pgPool?: pg.Pool;
   /** For PostgreSQL: the schema named in the URL, if any. */
@@ -124,6 +130,7 @@ export function openDatabase(url: string): DbHandle {
     const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(statements) });
     const groupCommit = new SqliteGroupCommitter(db, sqlite, statements);
     let stopCheckpointer: (() => Promise<void>) | null = null;
+    let report: FailureReport = () => undefined;
     return {
       db,
       dialect: 'sqlite',
@@ -135,14 +142,17 @@ export function openDatabase(url: string): DbHandle {
       // (where the commit's wake-ups read the rows just committed).
       sqliteDirect: () => (sqlite.inTransaction ? null : statements),
       /** Moves WAL checkpoints off the request thread (long-running processes only). */
-      offloadCheckpoints(onFailure) {
+      offloadCheckpoints() {
         if (path === ':memory:' || stopCheckpointer) return;
         sqlite.pragma('wal_autocheckpoint = 0');
         stopCheckpointer = startSqliteCheckpointer(path, (err) => {
           // Without the thread the WAL would grow without bound: SQLite's default threshold again.
           if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
-          onFailure(err);
+          report(err, 'the SQLite checkpoint thread failed; SQLite checkpoints inside commits again');
         });
+      },
+      reportFailures(to) {
+        report = to;
       },
       async close() {
         await stopCheckpointer?.();
@@ -160,9 +170,25 @@ export function openDatabase(url: string): DbHandle {
     clientConfig.options = `-c search_path=${schema}`;
   }
   const pool = new (pgDriver().Pool)({ ...clientConfig, max: 10 });
+  // An idle connection of the pool can end under it (PostgreSQL restarts, an administrator or an idle
+  // timeout on the way ends it): the pool drops it and emits 'error'. Unheard, that event would end
+  // the process, while the next query simply opens a new connection.
+  let report: FailureReport = () => undefined;
+  pool.on('error', (err) => report(err, 'an idle PostgreSQL connection ended; the pool opens a new one'));
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
-  return { db, dialect: 'postgres', describe, pgConfig: clientConfig, pgPool: pool, pgSchema: schema ?? undefined, close: () => db.destroy() };
+  return {
+    db,
+    dialect: 'postgres',
+    describe,
+    pgConfig: clientConfig,
+    pgPool: pool,
+    pgSchema: schema ?? undefined,
+    reportFailures(to) {
+      report = to;
+    },
+    close: () => db.destroy(),
+  };
 }
 
 /** A transaction plus work to run once it has committed (wake-ups of readers, never state changes). */

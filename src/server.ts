@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, createContext } from './app.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
+import type { FailureReport } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { describeError } from './delivery/log.js';
 import { startPgEventListener } from './domain/events/pg-listener.js';
@@ -31,11 +32,12 @@ export async function startServer(config: Config, existing?: AppContext, options
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
   const app = await buildApp(ctx);
-  ctx.db.reportFailures((err, consequence) => app.log.error(describeError(err), consequence));
+  const reportFailure: FailureReport = (err, consequence) => app.log.error(describeError(err), consequence);
+  ctx.db.reportFailures(reportFailure);
   ctx.db.offloadCheckpoints?.();
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
-  stoppers.push(startPgEventListener(ctx));
+  stoppers.push(startPgEventListener(ctx, reportFailure));
   const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices);
   stoppers.push(() => gateway.stop());
   if (options.dispatcher !== false) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);

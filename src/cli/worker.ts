@@ -1,5 +1,6 @@
 import { createContext } from '../app.js';
 import { loadConfig } from '../config.js';
+import type { FailureReport } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { startPgEventListener } from '../domain/events/pg-listener.js';
 import { Dispatcher } from '../delivery/dispatcher.js';
@@ -31,10 +32,11 @@ export const workerCommands: Record<string, CliCommand> = {
       const ctx = createContext(config);
       await migrateToLatest(ctx.db);
       const logger = jsonLogger(config.LOG_LEVEL);
-      ctx.db.reportFailures((err, consequence) => logger.error(describeError(err), consequence));
+      const reportFailure: FailureReport = (err, consequence) => logger.error(describeError(err), consequence);
+      ctx.db.reportFailures(reportFailure);
       const dispatcher = new Dispatcher(ctx, { ...options, logger });
       // On PostgreSQL, NOTIFYs from the instances that write events wake this worker at once.
-      const stopListener = startPgEventListener(ctx);
+      const stopListener = startPgEventListener(ctx, reportFailure);
       dispatcher.start();
       logger.info({ workerId: dispatcher.workerId, database: ctx.db.describe }, 'webhook worker started');
       const shutdown = async (signal: string) => {

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import type { FailureReport } from '../../db/connect.js';
 import { pgDriver } from '../../db/pg-module.js';
 import type { AppContext } from '../../context.js';
 import { type CommittedEvent, PG_EVENT_CHANNEL } from './bus.js';
@@ -10,7 +11,7 @@ const RECONNECT_DELAY_MS = 1_000;
  * process's EventBus. It holds one dedicated connection and reconnects after a failure; readers
  * also poll, so a notification lost while reconnecting only delays them.
  */
-export function startPgEventListener(ctx: AppContext): () => Promise<void> {
+export function startPgEventListener(ctx: AppContext, report: FailureReport = () => undefined): () => Promise<void> {
   if (ctx.db.dialect !== 'postgres' || !ctx.db.pgConfig) return async () => undefined;
   let client: pg.Client | null = null;
   let stopped = false;
@@ -27,7 +28,11 @@ export function startPgEventListener(ctx: AppContext): () => Promise<void> {
         /* a malformed payload is not ours */
       }
     });
-    next.on('error', () => scheduleReconnect());
+    next.on('error', (err) => {
+      if (stopped) return;
+      report(err, 'the PostgreSQL LISTEN connection failed; reconnecting (other instances\' events reach this one by polling meanwhile)');
+      scheduleReconnect();
+    });
     try {
       await next.connect();
       await next.query(`LISTEN ${PG_EVENT_CHANNEL}`);
@@ -36,8 +41,10 @@ export function startPgEventListener(ctx: AppContext): () => Promise<void> {
         return;
       }
       client = next;
-    } catch {
+    } catch (err) {
       await next.end().catch(() => undefined);
+      if (stopped) return;
+      report(err as Error, 'opening the PostgreSQL LISTEN connection failed; trying again in 1 s');
       scheduleReconnect();
     }
   };

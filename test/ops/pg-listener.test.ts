@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { describe, it } from 'node:test';
+import pg from 'pg';
+import { createContext } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { type CommittedEvent, PG_EVENT_CHANNEL } from '../../src/domain/events/bus.js';
+import { startPgEventListener } from '../../src/domain/events/pg-listener.js';
+
+const base = process.env.DATABASE_URL ?? '';
+const onPostgres = /^postgres(ql)?:\/\//.test(base);
+
+/** A TCP relay to PostgreSQL whose connections the test can cut, as a network failure would. */
+async function startRelay(target: URL): Promise<{ url: string; cut(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((inbound) => {
+    const outbound = connect(Number(target.port || 5432), target.hostname);
+    for (const [s, other] of [[inbound, outbound], [outbound, inbound]] as const) {
+      sockets.add(s);
+      s.on('error', () => other.destroy());
+      s.on('close', () => {
+        sockets.delete(s);
+        other.destroy();
+      });
+      s.pipe(other);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = new URL(target);
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as { port: number }).port);
+  return {
+    url: url.toString(),
+    cut: () => {
+      for (const s of sockets) s.destroy();
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('the PostgreSQL event listener', { skip: onPostgres ? false : 'LISTEN/NOTIFY exists only on PostgreSQL (CI runs this suite there)' }, () => {
+  it('reports a lost LISTEN connection, reconnects, and hears other instances again', { timeout: 30_000 }, async () => {
+    const relay = await startRelay(new URL(base));
+    const ctx = createContext(loadConfig({ DATABASE_URL: relay.url, LOG_LEVEL: 'silent' }));
+    const reported: string[] = [];
+    const stop = startPgEventListener(ctx, (_err, consequence) => reported.push(consequence));
+    // Other suites notify on the same channel: this test listens for an org of its own.
+    const orgId = randomUUID();
+    const heard: CommittedEvent[] = [];
+    ctx.bus.onCommitted((event) => {
+      if (event.orgId === orgId) heard.push(event);
+    });
+    // Another instance's commit, straight to PostgreSQL (not through the relay).
+    const writer = new pg.Client({ connectionString: base });
+    await writer.connect();
+    const notifyUntilHeard = async (offset: number) => {
+      const deadline = Date.now() + 10_000;
+      while (!heard.some((e) => e.offset === offset)) {
+        assert.ok(Date.now() < deadline, `offset ${offset} was not heard`);
+        await writer.query('select pg_notify($1, $2)', [PG_EVENT_CHANNEL, JSON.stringify({ orgId, offset })]);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    try {
+      await notifyUntilHeard(1);
+      relay.cut();
+      const deadline = Date.now() + 5_000;
+      while (reported.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      assert.match(reported[0] ?? '', /LISTEN connection failed; reconnecting/);
+      await notifyUntilHeard(2);
+    } finally {
+      await writer.end();
+      await stop();
+      await ctx.db.close();
+      relay.cut();
+      await relay.close();
+    }
+  });
+});

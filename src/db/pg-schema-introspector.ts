@@ -31,7 +31,7 @@ interface ColumnRow {
  * failed its start. The service only ever uses its own schema (the connection's search_path), so
  * this introspector reads that schema's tables alone, and looks up by name only tables in it.
  */
-class OwnSchemaIntrospector extends PostgresIntrospector implements DatabaseIntrospector {
+class OwnSchemaIntrospector extends PostgresIntrospector {
   constructor(private readonly kysely: Kysely<any>) {
     super(kysely);
   }

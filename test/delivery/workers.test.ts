@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createSubscription, listDeliveryAttempts } from '../../src/domain/webhooks/service.js';
+import { onPostgres } from '../helpers/db.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey, orgApi, type TestServer } from '../helpers/server.js';
 import { killHard, type Receiver, spawnWorker, startDeliveryServer, startReceiver, verify, waitFor } from './helpers.js';
@@ -54,7 +55,7 @@ describe('standalone webhook workers', () => {
     await killHard(second);
   });
 
-  it('two workers on PostgreSQL deliver every event once', { skip: server_is_sqlite() && 'PostgreSQL-specific: concurrent workers claim with FOR UPDATE SKIP LOCKED; SQLite runs one worker process (runs in CI on PostgreSQL)' }, async () => {
+  it('two workers on PostgreSQL deliver every event once', { skip: !onPostgres && 'PostgreSQL-specific: concurrent workers claim with FOR UPDATE SKIP LOCKED; SQLite runs one worker process (runs in CI on PostgreSQL)' }, async () => {
     const org = await createOrgTree(server.ctx);
     const subs = await Promise.all(
       ['/pair-1', '/pair-2'].map((path) => createSubscription(server.ctx, operatorCaller(), { subjectType: 'org', subjectId: org.orgId, url: `${receiver.url}${path}` })),
@@ -83,7 +84,3 @@ describe('standalone webhook workers', () => {
     for (const w of workers) await killHard(w);
   });
 });
-
-function server_is_sqlite(): boolean {
-  return !/^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? '');
-}

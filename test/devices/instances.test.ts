@@ -5,8 +5,7 @@ import { createDevice } from '../../src/domain/devices/service.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey } from '../helpers/server.js';
 import { connectDevice, type DeviceTestServer, startDeviceServer } from './support.js';
-
-const onPostgres = /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? '');
+import { onPostgres } from '../helpers/db.js';
 
 describe('several server instances on one PostgreSQL database', { skip: onPostgres ? false : 'needs PostgreSQL: set DATABASE_URL=postgres://... (SQLite serves one instance per database)' }, () => {
   let a: DeviceTestServer;

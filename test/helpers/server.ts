@@ -64,6 +64,13 @@ export async function createOrgTree(ctx: AppContext, options: { partnerId?: stri
   return { partnerId, enterpriseId, orgId, categories: { Fire: fire.id, Medical: medical.id } };
 }
 
+/** A real server on a fresh database with one org tree and an HTTP client holding a read/write key of the org. */
+export async function startOrgServer(): Promise<{ server: TestServer; org: OrgFixture; api: ReturnType<typeof client> }> {
+  const server = await startTestServer();
+  const org = await createOrgTree(server.ctx);
+  return { server, org, api: await orgApi(server, org.orgId) };
+}
+
 /** An HTTP client holding a read/write key of the org. */
 export async function orgApi(server: TestServer, orgId: string): Promise<ReturnType<typeof client>> {
   return client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: orgId })).key);

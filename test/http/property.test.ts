@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { client } from '../helpers/http.js';
-import { createOrgTree, orgApi, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+import { type OrgFixture, startOrgServer, type TestServer } from '../helpers/server.js';
 
 /** Values shaped like the real fields, wrong in every way fast-check can think of. */
 const fieldValue = fc.oneof(
@@ -36,9 +36,7 @@ describe('random input never produces a 5xx', () => {
   let emergencyId: string;
 
   before(async () => {
-    server = await startTestServer();
-    org = await createOrgTree(server.ctx);
-    api = await orgApi(server, org.orgId);
+    ({ server, org, api } = await startOrgServer());
     emergencyId = (await api.post(`/orgs/${org.orgId}/emergencies`, {})).body.emergencyId;
   });
   after(() => server.close());

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { client } from '../helpers/http.js';
-import { createOrgTree, orgApi, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+import { type OrgFixture, startOrgServer, type TestServer } from '../helpers/server.js';
 
 describe('HTTP protocol: errors, request ids, OpenAPI, health', () => {
   let server: TestServer;
@@ -11,9 +11,7 @@ describe('HTTP protocol: errors, request ids, OpenAPI, health', () => {
   let path: string;
 
   before(async () => {
-    server = await startTestServer();
-    org = await createOrgTree(server.ctx);
-    api = await orgApi(server, org.orgId);
+    ({ server, org, api } = await startOrgServer());
     path = `/orgs/${org.orgId}/emergencies`;
   });
   after(() => server.close());

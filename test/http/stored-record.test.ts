@@ -4,7 +4,7 @@ import { Migrator } from 'kysely';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { migrations } from '../../src/db/migrations/index.js';
 import { client } from '../helpers/http.js';
-import { createOrgTree, orgApi, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+import { createOrgTree, orgApi, type OrgFixture, startOrgServer, type TestServer } from '../helpers/server.js';
 
 // GET answers from the record stored with each change (migration 0007). These check that what it
 // answers is always the emergency's current state, however the row came to be.
@@ -15,9 +15,7 @@ describe('stored emergency records', () => {
   let path: string;
 
   before(async () => {
-    server = await startTestServer();
-    org = await createOrgTree(server.ctx);
-    api = await orgApi(server, org.orgId);
+    ({ server, org, api } = await startOrgServer());
     path = `/orgs/${org.orgId}/emergencies`;
   });
   after(() => server.close());

@@ -7,8 +7,7 @@ import { type Receiver, startReceiver, verify } from '../delivery/helpers.js';
 import { connectDevice, type DeviceTestServer, startDeviceServer, type TestDevice } from '../devices/support.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey, type OrgFixture } from '../helpers/server.js';
-
-const onPostgres = /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? '');
+import { onPostgres } from '../helpers/db.js';
 
 /**
  * Three instances on one PostgreSQL database, as behind a round-robin load balancer: declares go to

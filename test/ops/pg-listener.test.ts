@@ -7,9 +7,9 @@ import { createContext } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { type CommittedEvent, PG_EVENT_CHANNEL } from '../../src/domain/events/bus.js';
 import { startPgEventListener } from '../../src/domain/events/pg-listener.js';
+import { onPostgres } from '../helpers/db.js';
 
 const base = process.env.DATABASE_URL ?? '';
-const onPostgres = /^postgres(ql)?:\/\//.test(base);
 
 /** A TCP relay to PostgreSQL whose connections the test can cut, as a network failure would. */
 async function startRelay(target: URL): Promise<{ url: string; cut(): void; close(): Promise<void> }> {

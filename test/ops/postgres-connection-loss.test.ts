@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import pg from 'pg';
+import { onDatabase, onPostgres } from '../helpers/db.js';
 import { createOrgTree, orgApi, startTestServer } from '../helpers/server.js';
-
-const base = process.env.DATABASE_URL ?? '';
-const onPostgres = /^postgres(ql)?:\/\//.test(base);
 
 describe('PostgreSQL ending the service’s idle connections', { skip: onPostgres ? false : 'pooled connections exist only on PostgreSQL (CI runs this suite there)' }, () => {
   it('keeps serving: the pool drops the ended connections and opens new ones', async () => {
@@ -26,13 +23,7 @@ describe('PostgreSQL ending the service’s idle connections', { skip: onPostgre
       const pids = idle.map((c) => (c as unknown as { processID: number }).processID);
       for (const c of idle) c.release();
       assert.ok(pids.length > 0);
-      const admin = new pg.Client({ connectionString: base });
-      await admin.connect();
-      try {
-        await admin.query('select pg_terminate_backend(pid) from unnest($1::int[]) as pid', [pids]);
-      } finally {
-        await admin.end();
-      }
+      await onDatabase('select pg_terminate_backend(pid) from unnest($1::int[]) as pid', [pids]);
       const deadline = Date.now() + 10_000;
       while (reported.length < pids.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       assert.equal(reported.length, pids.length, 'every ended connection is reported');

@@ -1,23 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { openDatabase } from '../../src/db/connect.js';
 import { migrateToLatest, migrationsApplied } from '../../src/db/migrate.js';
-import { freshDatabaseUrl } from '../helpers/db.js';
-
-const base = process.env.DATABASE_URL ?? '';
-const onPostgres = /^postgres(ql)?:\/\//.test(base);
-
-/** Runs `statement` on a connection of its own to the database itself (no schema). */
-async function onDatabase(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: base });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
+import { freshDatabaseUrl, onDatabase, onPostgres } from '../helpers/db.js';
 
 /**
  * One PostgreSQL database holding several schemas (`?schema=` in DATABASE_URL): an instance reads and

@@ -10,8 +10,9 @@ import { migrationsApplied } from './db/migrate.js';
 import { API_VERSION } from './domain/events/append.js';
 import { EventBus } from './domain/events/bus.js';
 import { KeyAuthenticator } from './domain/keys/service.js';
-import { requireApiKey } from './http/auth.js';
+import { type KeyGate, requireApiKey } from './http/auth.js';
 import { installErrorHandling } from './http/errors-plugin.js';
+import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { emergencyRoutes } from './http/routes/emergencies.js';
 import { RateLimiter } from './http/rate-limit.js';
@@ -34,10 +35,7 @@ export function createContext(config: Config): AppContext {
   };
 }
 
-export interface AppServices {
-  keys: KeyAuthenticator;
-  rateLimiter: RateLimiter;
-}
+export type AppServices = KeyGate;
 
 /** Builds the HTTP application (REST v1, health); used by `serve` and by every test. */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
@@ -61,12 +59,19 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
               : new DeferredChildLogger(logger as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }, bindings),
         }),
     requestTimeout: 30_000,
+    // Above Node's 16 KiB header limit, so no path parameter is refused for its length by the router:
+    // an emergency id of any length reaches its route and is a 404 when it names no emergency.
+    routerOptions: { maxParamLength: 16 * 1024 },
+    clientErrorHandler,
+    frameworkErrors: frameworkErrorHandler,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
   });
   const keys = new KeyAuthenticator(ctx);
   const rateLimiter = new RateLimiter(ctx.config.RATE_LIMIT_PER_KEY);
-  app.decorate('services', { keys, rateLimiter } satisfies AppServices);
+  const authFailures = new RateLimiter(ctx.config.AUTH_FAILURES_PER_ADDRESS, ctx.config.AUTH_FAILURES_PER_ADDRESS * 5);
+  const gate: KeyGate = { keys, rateLimiter, authFailures };
+  app.decorate('services', gate satisfies AppServices);
   app.decorateRequest('principal', null);
   app.setValidatorCompiler(zodValidatorCompiler);
   // Responses are built by the services from typed records; the schemas document them, and plain
@@ -123,7 +128,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     async (v1) => {
       v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
       await v1.register(async (authed) => {
-        authed.addHook('onRequest', requireApiKey(keys, rateLimiter));
+        authed.addHook('onRequest', requireApiKey(gate));
         await authed.register(emergencyRoutes(ctx));
         await authed.register(directoryRoutes(ctx));
         await authed.register(messageRoutes(ctx));
@@ -131,7 +136,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     },
     { prefix: API_PREFIX },
   );
-  await app.register(mcpRoutes(ctx, keys, rateLimiter));
+  await app.register(mcpRoutes(ctx, gate));
 
   return app;
 }

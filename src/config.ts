@@ -31,6 +31,8 @@ const configSchema = z.object({
   /** A webhook attempt succeeds on a 2xx within this time; a claimed delivery's lease is 2× this + 15 s. */
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(120).default(15),
   RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
+  /** Failed authentications allowed per client address and second (burst 5×); beyond it 429 and no key lookup. */
+  AUTH_FAILURES_PER_ADDRESS: z.coerce.number().positive().default(20),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -10,9 +10,11 @@ export const errorStatus = {
   not_found: 404,
   emergency_not_found: 404,
   method_not_allowed: 405,
+  request_timeout: 408,
   external_id_conflict: 409,
   emergency_resolved: 409,
   payload_too_large: 413,
+  uri_too_long: 414,
   unsupported_media_type: 415,
   invalid_base64: 422,
   invalid_data_uri: 422,
@@ -26,6 +28,7 @@ export const errorStatus = {
   /** Tool-server arguments that fail validation (REST renders these as the FastAPI 422 body instead). */
   validation_error: 422,
   rate_limited: 429,
+  headers_too_large: 431,
   internal: 500,
   unavailable: 503,
 } as const;

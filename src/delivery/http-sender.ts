@@ -1,6 +1,6 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { Agent, request } from 'undici';
-import { hostOf, isPublicAddress } from '../domain/webhooks/url-policy.js';
+import { hostOf, isPublicAddress } from '../domain/outbound/public-host.js';
 
 /** What is kept of a response body: enough to diagnose, never enough to store someone's payload. */
 export const RECORDED_BODY_BYTES = 1024;

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Caller, Principal } from '../domain/access/principal.js';
 import type { KeyAuthenticator } from '../domain/keys/service.js';
+import { normalizeOrgId } from '../domain/shared/ids.js';
 import { AppError } from '../errors.js';
 import { enforceRateLimit, type RateLimiter } from './rate-limit.js';
 
@@ -16,21 +17,45 @@ export function bearerToken(header: string | undefined): string | undefined {
   return match?.[1];
 }
 
+/** What the key check needs: the keys, the per-key rate limit, and the per-address limit on failed authentication. */
+export interface KeyGate {
+  keys: KeyAuthenticator;
+  rateLimiter: RateLimiter;
+  /**
+   * Failed authentications per client address. Every failure takes a token; once an address has none
+   * left its failures are 429s, and a key id that is not cached is not even looked up for it, so a
+   * flood of made-up keys costs the database nothing. Valid keys never take from it.
+   */
+  authFailures: RateLimiter;
+}
+
+function refuse(gate: KeyGate, request: FastifyRequest, reply: FastifyReply): never {
+  const decision = gate.authFailures.take(request.ip);
+  if (!decision.allowed) {
+    reply.header('retry-after', decision.retryAfterSeconds);
+    throw new AppError('rate_limited', `Too many failed authentications from this address; retry after ${decision.retryAfterSeconds} s.`);
+  }
+  throw new AppError('unauthenticated', 'A valid API key is required: Authorization: Bearer enk_live_...');
+}
+
 /**
  * onRequest hook: a route is served only to a valid key within its rate limit; everything else is
  * refused (401 / 429) before the body is read. Callback style, and synchronous while the key is
  * cached: an async hook would cost every request a promise and a later turn.
  */
-export function requireApiKey(keys: KeyAuthenticator, limiter: RateLimiter) {
+export function requireApiKey(gate: KeyGate) {
+  const { keys, rateLimiter: limiter } = gate;
   const admit = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null): void => {
-    if (!principal || principal.kind !== 'api_key') {
-      throw new AppError('unauthenticated', 'A valid API key is required: Authorization: Bearer enk_live_...');
-    }
+    if (!principal || principal.kind !== 'api_key') refuse(gate, request, reply);
     enforceRateLimit(limiter, principal.keyId, reply);
     request.principal = principal;
+    // Org ids name the same org in any letter case: normalised once, here, before any service authorizes
+    // or queries with it.
+    const params = request.params as { org_id?: unknown } | undefined;
+    if (typeof params?.org_id === 'string') params.org_id = normalizeOrgId(params.org_id);
     // Every later log line of this request (including "request completed") names the key and org;
     // never the key itself.
-    const orgId = (request.params as { org_id?: unknown } | undefined)?.org_id;
+    const orgId = params?.org_id;
     const child = request.log.child({ keyId: principal.keyId, ...(typeof orgId === 'string' ? { orgId } : {}) });
     request.log = child;
     reply.log = child;
@@ -47,6 +72,10 @@ export function requireApiKey(keys: KeyAuthenticator, limiter: RateLimiter) {
     const token = bearerToken(request.headers.authorization);
     const cached = keys.authenticateCached(token);
     if (cached !== undefined) return settle(request, reply, cached, done);
+    // A key id never seen before, from an address that has used up its failures: refused unread.
+    if (!keys.knowsKeyIdOf(token) && !gate.authFailures.wouldAllow(request.ip)) {
+      return settle(request, reply, null, done);
+    }
     keys.authenticate(token).then((principal) => settle(request, reply, principal, done), done);
   };
 }

@@ -1,7 +1,16 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { AppError, FieldValidationError } from '../errors.js';
+import { AppError, type ErrorCode, FieldValidationError } from '../errors.js';
 import { fieldIssuesOf, RequestPartError, toFieldIssues } from './validation.js';
+
+/** Framework-level client errors keep their status and get the code of the closed list that names it. */
+const CLIENT_ERROR_CODES: Partial<Record<number, ErrorCode>> = {
+  404: 'not_found',
+  405: 'method_not_allowed',
+  408: 'request_timeout',
+  414: 'uri_too_long',
+  431: 'headers_too_large',
+};
 
 function sendAppError(reply: FastifyReply, err: AppError) {
   if (err.status === 401) reply.header('www-authenticate', 'Bearer');
@@ -30,10 +39,15 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply.code(422).send({ detail: [{ loc: ['body'], msg: 'The body is not valid JSON.', type: 'json_invalid' }] });
     }
     if (status !== undefined && status >= 400 && status < 500) {
-      return reply.code(status).send({ detail: { error: 'bad_request', message: 'The request could not be read.' } });
+      const code = CLIENT_ERROR_CODES[status] ?? 'bad_request';
+      return reply.code(status).send({ detail: { error: code, message: 'The request could not be read.' } });
     }
     request.log.error({ err: error }, 'unhandled error');
-    return reply.code(500).send({ detail: { error: 'internal', message: 'Internal error; the outcome of a write is unknown, read before retrying.' } });
+    const message =
+      request.method === 'GET' || request.method === 'HEAD'
+        ? 'Internal error; nothing was changed, retry later.'
+        : 'Internal error; the outcome of a write is unknown, read before retrying.';
+    return reply.code(500).send({ detail: { error: 'internal', message } });
   });
 
   app.setNotFoundHandler((request, reply) =>

@@ -26,24 +26,39 @@ export class RateLimiter {
   private readonly capacity: number;
   private lastSweep = Date.now();
 
-  constructor(private readonly ratePerSecond: number) {
-    this.capacity = Math.max(1, Math.round(ratePerSecond * 2));
+  constructor(
+    private readonly ratePerSecond: number,
+    burst = ratePerSecond * 2,
+  ) {
+    this.capacity = Math.max(1, Math.round(burst));
   }
 
-  take(key: string, now = Date.now()): RateDecision {
+  /** Whether `take` would allow one more now, without taking it. */
+  wouldAllow(key: string, now = Date.now()): boolean {
+    const bucket = this.buckets.get(key);
+    return !bucket || bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.ratePerSecond >= 1;
+  }
+
+  /**
+   * Takes `cost` tokens, all or none: a request that stands for several operations (a JSON-RPC batch
+   * of tool calls) pays for each of them, and is refused whole when the bucket cannot cover it.
+   */
+  take(key: string, now = Date.now(), cost = 1): RateDecision {
     this.sweep(now);
     const bucket = this.buckets.get(key) ?? { tokens: this.capacity, updatedAt: now };
     bucket.tokens = Math.min(this.capacity, bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.ratePerSecond);
     bucket.updatedAt = now;
-    const allowed = bucket.tokens >= 1;
-    if (allowed) bucket.tokens -= 1;
+    const allowed = bucket.tokens >= cost;
+    if (allowed) bucket.tokens -= cost;
     this.buckets.set(key, bucket);
+    // A cost above the burst can never be covered; waiting for a full bucket is the best advice.
+    const wanted = Math.min(cost, this.capacity);
     return {
       allowed,
       limit: this.capacity,
       remaining: Math.floor(bucket.tokens),
       resetSeconds: Math.ceil((this.capacity - bucket.tokens) / this.ratePerSecond),
-      retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((1 - bucket.tokens) / this.ratePerSecond)),
+      retryAfterSeconds: allowed ? 0 : Math.max(1, Math.ceil((wanted - bucket.tokens) / this.ratePerSecond)),
     };
   }
 
@@ -55,14 +70,19 @@ export class RateLimiter {
   }
 }
 
-/** Sets the RateLimit-* headers and refuses with 429 rate_limited (+ Retry-After) when the bucket is empty. */
-export function enforceRateLimit(limiter: RateLimiter, keyId: string, reply: FastifyReply): void {
-  const decision = limiter.take(keyId);
+/** Sets the RateLimit-* headers and refuses with 429 rate_limited (+ Retry-After) when the bucket cannot pay `cost`. */
+export function enforceRateLimit(limiter: RateLimiter, keyId: string, reply: FastifyReply, cost = 1): void {
+  const decision = limiter.take(keyId, Date.now(), cost);
   reply.header('ratelimit-limit', decision.limit);
   reply.header('ratelimit-remaining', decision.remaining);
   reply.header('ratelimit-reset', decision.resetSeconds);
   if (!decision.allowed) {
     reply.header('retry-after', decision.retryAfterSeconds);
-    throw new AppError('rate_limited', `Too many requests for this API key; retry after ${decision.retryAfterSeconds} s.`);
+    throw new AppError(
+      'rate_limited',
+      cost === 1
+        ? `Too many requests for this API key; retry after ${decision.retryAfterSeconds} s.`
+        : `This batch holds ${cost} tool calls and the rate limit of this API key has ${decision.remaining} left (burst ${decision.limit}); nothing ran. Retry after ${decision.retryAfterSeconds} s, or send fewer calls per batch.`,
+    );
   }
 }

@@ -1,6 +1,7 @@
 import type { FastifySchemaCompiler } from 'fastify';
 import { z } from 'zod';
-import type { FieldIssue } from '../errors.js';
+import { inspectJson, MAX_BODY_DEPTH, NUL_MESSAGE } from '../domain/shared/json-guards.js';
+import { FieldValidationError, type FieldIssue } from '../errors.js';
 
 type Part = 'body' | 'query' | 'path' | 'header';
 
@@ -94,7 +95,7 @@ export function fastAcceptOf(schema: z.ZodType): FastAccept | null {
       else if (c.check === 'max_length' && c.maximum !== undefined) max = Math.min(max, c.maximum);
       else return null;
     }
-    fields.push([key, (value) => value.length >= min && value.length <= max]);
+    fields.push([key, (value) => value.length >= min && value.length <= max && !value.includes('\u0000')]);
   }
   return (data) => {
     if (data === null || typeof data !== 'object') return false;
@@ -113,11 +114,25 @@ export function fastAcceptOf(schema: z.ZodType): FastAccept | null {
   };
 }
 
+/**
+ * What no schema may see: text holding U+0000 anywhere (422 `string_nul` at the field), and a body
+ * nested deeper than MAX_BODY_DEPTH (422 `json_invalid` at `["body"]`). Null when the input is clear.
+ */
+export function hostileInputError(part: Part, data: unknown): FieldValidationError | null {
+  const { nulAt, tooDeep } = inspectJson(data, MAX_BODY_DEPTH);
+  if (tooDeep) return new FieldValidationError([{ loc: [part], msg: `The JSON nests deeper than ${MAX_BODY_DEPTH} levels.`, type: 'json_invalid' }]);
+  if (nulAt) return new FieldValidationError([{ loc: [part, ...nulAt], msg: NUL_MESSAGE, type: 'string_nul' }]);
+  return null;
+}
+
 /** Fastify hands a missing body to the validator as null; treat it as an absent body. */
 export const zodValidatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema, httpPart }) => {
   const fastAccept = httpPart === 'params' ? fastAcceptOf(schema) : null;
+  const part = partOf[httpPart ?? 'body'] ?? 'body';
   return (data) => {
     if (fastAccept?.(data)) return { value: data };
+    const hostile = hostileInputError(part, data);
+    if (hostile) return { error: hostile };
     const result = schema.safeParse(data === null ? undefined : data, { reportInput: true });
     if (result.success) return { value: result.data };
     return { error: new RequestPartError(result.error.issues) };

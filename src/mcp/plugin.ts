@@ -4,10 +4,9 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
-import type { KeyAuthenticator } from '../domain/keys/service.js';
 import { AppError } from '../errors.js';
-import { callerOf, requireApiKey } from '../http/auth.js';
-import type { RateLimiter } from '../http/rate-limit.js';
+import { callerOf, type KeyGate, requireApiKey } from '../http/auth.js';
+import { enforceRateLimit } from '../http/rate-limit.js';
 import { directCall, SingleResponseTransport } from './direct-call.js';
 import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
 
@@ -21,6 +20,25 @@ const FORWARDED_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mc
 
 function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string) {
   return reply.code(status).type('application/json').send(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** The first protocol version without JSON-RPC batching (2025-06-18 removed it); versions are dates. */
+const FIRST_VERSION_WITHOUT_BATCHES = '2025-06-18';
+
+/**
+ * Why a JSON-RPC batch is refused, or null: batches exist only in protocol versions before
+ * 2025-06-18, whether the version is named by the header or by an `initialize` inside the batch.
+ */
+export function batchRefusal(versionHeader: string | string[] | undefined, batch: unknown[]): string | null {
+  const versions = [typeof versionHeader === 'string' ? versionHeader : undefined];
+  for (const message of batch) {
+    const m = message as { method?: unknown; params?: { protocolVersion?: unknown } } | null;
+    if (m?.method === 'initialize' && typeof m.params?.protocolVersion === 'string') versions.push(m.params.protocolVersion);
+  }
+  const batchless = versions.find((v) => v !== undefined && v >= FIRST_VERSION_WITHOUT_BATCHES);
+  return batchless
+    ? `Invalid Request: protocol version ${batchless} has no JSON-RPC batches; send one message per request.`
+    : null;
 }
 
 /**
@@ -73,11 +91,11 @@ async function sendWebResponse(reply: FastifyReply, response: Response) {
  * directly so the reply stays in Fastify's pipeline (request id, logging, hooks).
  */
 export const mcpRoutes =
-  (ctx: AppContext, keys: KeyAuthenticator, rateLimiter: RateLimiter): FastifyPluginAsync =>
+  (ctx: AppContext, gate: KeyGate): FastifyPluginAsync =>
   async (app: FastifyInstance) => {
     const pool = new ToolServerPool(() => createToolServer(ctx, app.log));
 
-    app.addHook('onRequest', requireApiKey(keys, rateLimiter));
+    app.addHook('onRequest', requireApiKey(gate));
     const parseJson = app.getDefaultJsonParser('error', 'error');
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
@@ -87,6 +105,13 @@ export const mcpRoutes =
     app.post(MCP_PATH, { schema: { hide: true } }, async (request, reply) => {
       if (request.body === INVALID_JSON) return jsonRpcError(reply, 400, -32700, 'Parse error: the body is not valid JSON.');
       const authInfo = authInfoOf(request);
+      if (Array.isArray(request.body)) {
+        const refusal = batchRefusal(request.headers['mcp-protocol-version'], request.body);
+        if (refusal) return jsonRpcError(reply, 400, -32600, refusal);
+        // Each tool call of a batch costs what it would cost alone; the request itself paid for one.
+        const calls = request.body.filter((message) => (message as { method?: unknown } | null)?.method === 'tools/call').length;
+        if (calls > 1) enforceRateLimit(gate.rateLimiter, authInfo.clientId, reply, calls - 1);
+      }
       const forwarded: Record<string, string> = {};
       for (const name of FORWARDED_HEADERS) {
         const value = request.headers[name];
@@ -118,7 +143,9 @@ export const mcpRoutes =
     // Stateless: there is no session to stream server-initiated messages on, or to delete.
     const noSession = async (_request: FastifyRequest, reply: FastifyReply) => {
       reply.header('allow', 'POST');
-      return jsonRpcError(reply, 405, -32000, 'Method not allowed: this tool server is stateless; send JSON-RPC messages with POST.');
+      return reply.code(405).send({
+        detail: { error: 'method_not_allowed', message: 'This tool server is stateless: there is no stream to open or session to end; send JSON-RPC messages with POST.' },
+      });
     };
     app.get(MCP_PATH, { schema: { hide: true } }, noSession);
     app.delete(MCP_PATH, { schema: { hide: true } }, noSession);

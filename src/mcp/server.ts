@@ -7,6 +7,8 @@ import type { AppContext } from '../context.js';
 import type { Caller } from '../domain/access/principal.js';
 import { API_VERSION } from '../domain/events/append.js';
 import { AppError, FieldValidationError } from '../errors.js';
+import { normalizeOrgId } from '../domain/shared/ids.js';
+import { hostileInputError } from '../http/validation.js';
 import { argumentIssues, toolFailure, toolSuccess } from './results.js';
 import { TOOLS, type ToolDefinition } from './tools.js';
 
@@ -80,9 +82,14 @@ export function visibleTools(permissions: ReadonlySet<string>): Tool[] {
 }
 
 function parseArguments(tool: ToolDefinition, args: unknown): unknown {
+  const hostile = hostileInputError('body', args);
+  if (hostile) throw hostile;
   const result = tool.input.safeParse(args ?? {}, { reportInput: true });
   if (!result.success) throw new FieldValidationError(argumentIssues(result.error.issues));
-  return result.data;
+  const data = result.data as { orgId?: unknown };
+  // Org ids name the same org in any letter case; normalised once, before the service authorizes.
+  if (typeof data.orgId === 'string') data.orgId = normalizeOrgId(data.orgId);
+  return data;
 }
 
 /**

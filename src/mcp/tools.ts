@@ -44,7 +44,7 @@ export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
 const defineTool = <I extends z.ZodType>(tool: ToolDefinition<I>): ToolDefinition => tool as unknown as ToolDefinition;
 
 const orgId = orgIdParam.describe('Organization id (UUID). The API key must cover it.');
-const emergencyId = z.string().min(1).max(128).describe('Emergency id (UUID), as returned by create_emergency or list_emergencies.');
+const emergencyId = z.string().min(1).describe('Emergency id (UUID), as returned by create_emergency or list_emergencies.');
 
 const READ: ToolAnnotations = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 

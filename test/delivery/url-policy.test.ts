@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { WebhookSender } from '../../src/delivery/http-sender.js';
 import { nextRetryDelayMs } from '../../src/delivery/retry-policy.js';
-import { checkWebhookUrl, isPublicAddress } from '../../src/domain/webhooks/url-policy.js';
+import { isPublicAddress } from '../../src/domain/outbound/public-host.js';
+import { checkWebhookUrl } from '../../src/domain/outbound/webhook-url.js';
 
 describe('webhook target policy', () => {
   it('accepts only globally routable addresses', () => {

@@ -149,7 +149,7 @@ describe('tool server protocol and access', () => {
       const res = await fetch(`${server.url}/mcp`, { method, headers: { authorization: `Bearer ${writeKey}`, accept: 'text/event-stream' } });
       assert.equal(res.status, 405);
       assert.equal(res.headers.get('allow'), 'POST');
-      assert.equal((await res.json()).error.code, -32000);
+      assert.equal((await res.json()).detail.error, 'method_not_allowed');
     }
     const bad = await rawMcp(server.url, '{not json', { authorization: `Bearer ${writeKey}` });
     assert.equal(bad.status, 400);

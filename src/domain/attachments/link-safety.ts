@@ -1,17 +1,8 @@
-import ipaddr from 'ipaddr.js';
+import { hostRefusal } from '../outbound/public-host.js';
 import { attachmentRejection } from './inline-decode.js';
 
 /** Longest link accepted; browsers and CDNs commonly cap URLs around here. */
 export const MAX_LINK_LENGTH = 4096;
-
-// The only IPv6 space allocated for global unicast; everything outside it is special-purpose.
-const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
-
-/**
- * Names that never denote a public host: `localhost` (RFC 6761), mDNS `.local`, the private-use
- * `.internal` (cloud metadata services live there), `.home.arpa` (RFC 8375) and common LAN suffixes.
- */
-const PRIVATE_SUFFIXES = ['localhost', 'local', 'internal', 'home.arpa', 'localdomain', 'lan', 'intranet', 'in-addr.arpa', 'ip6.arpa'];
 
 /**
  * Checks a link attachment: https only, default port, no credentials, and a host that is a public
@@ -36,31 +27,7 @@ export function checkLink(src: string, index: number): URL {
     throw attachmentRejection('credentials_not_allowed', 'Links may not carry user names or passwords (user:pass@host).', index);
   }
   if (url.port !== '') throw attachmentRejection('port_not_allowed', 'Links must use the default https port (443).', index);
-  const refusal = hostRefusal(url.hostname);
+  const refusal = hostRefusal(url);
   if (refusal) throw attachmentRejection('host_not_allowed', refusal, index);
   return url;
-}
-
-/** Why a host is not public, or null when it is. */
-export function hostRefusal(hostname: string): string | null {
-  if (hostname.startsWith('[') && hostname.endsWith(']')) {
-    const address = ipaddr.IPv6.parse(hostname.slice(1, -1));
-    if (address.isIPv4MappedAddress()) return v4Refusal(address.toIPv4Address());
-    if (!address.match(GLOBAL_UNICAST_V6) || address.range() !== 'unicast') {
-      return `The address ${hostname} is in a non-public range (${address.range()}).`;
-    }
-    return null;
-  }
-  if (ipaddr.IPv4.isValidFourPartDecimal(hostname)) return v4Refusal(ipaddr.IPv4.parse(hostname));
-  const name = hostname.replace(/\.$/, '').toLowerCase();
-  if (!name.includes('.')) return `The host "${hostname}" is a single-label name; links need a public domain name.`;
-  for (const suffix of PRIVATE_SUFFIXES) {
-    if (name === suffix || name.endsWith(`.${suffix}`)) return `The host "${hostname}" is a local or private name.`;
-  }
-  return null;
-}
-
-function v4Refusal(address: ipaddr.IPv4): string | null {
-  const range = address.range();
-  return range === 'unicast' ? null : `The address ${address.toString()} is in a non-public range (${range}).`;
 }

@@ -1,12 +1,26 @@
 import { z } from 'zod';
+import { MAX_METADATA_DEPTH, nestsDeeperThan } from '../shared/json-guards.js';
 import { actorInput, actorOutput, cursorParam, isoTimestampInput, limitParam, pageOf, timestamp, uuid } from '../shared/schema.js';
 
 export const EMERGENCY_STATUSES = ['declared', 'categorized', 'resolved'] as const;
 
 const metadataInput = z
   .record(z.string(), z.unknown())
-  .refine((m) => Buffer.byteLength(JSON.stringify(m)) <= 16 * 1024, 'must be at most 16 KiB once serialized')
-  .describe('Free-form JSON object, at most 16 KiB serialized.');
+  // Depth first, and the size only of what passed it: serializing is recursive, so a hostile depth
+  // must be refused before anything walks the value that way.
+  .check((check) => {
+    if (nestsDeeperThan(check.value, MAX_METADATA_DEPTH)) {
+      check.issues.push({
+        code: 'custom',
+        input: check.value,
+        message: `must not nest deeper than ${MAX_METADATA_DEPTH} levels`,
+        params: { type: 'too_deep' },
+      });
+    } else if (Buffer.byteLength(JSON.stringify(check.value)) > 16 * 1024) {
+      check.issues.push({ code: 'custom', input: check.value, message: 'must be at most 16 KiB once serialized' });
+    }
+  })
+  .describe(`Free-form JSON object, at most 16 KiB serialized and ${MAX_METADATA_DEPTH} levels deep.`);
 
 export const locationSchema = z
   .object({

@@ -3,6 +3,7 @@ import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
 import { preparedQuery } from '../../db/prepared.js';
 import type { CategoryTable } from '../../db/types.js';
 import { AppError } from '../../errors.js';
+import { emergencyNotFound } from './not-found.js';
 import { authorize, authorizeCached } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { auditRow, principalActor, recordAudit } from '../audit/record.js';
@@ -100,9 +101,6 @@ async function findEmergencyRow(
   return row;
 }
 
-function emergencyNotFound(emergencyId: string): AppError {
-  return new AppError('emergency_not_found', `No emergency ${emergencyId} in this organization.`);
-}
 
 /** The record a declare returns and the emergencies row it writes. */
 function declaredEmergency(caller: Caller, orgId: string, input: DeclareInput, category: CategoryTable) {

@@ -1,4 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { ApiKeyTable } from '../../db/types.js';
@@ -11,6 +12,11 @@ import { sha256 } from '../shared/secrets.js';
 export const KEY_PATTERN = /^enk_live_([0-9a-f]{8})([0-9a-f]{64})$/;
 const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
 const CACHE_TTL_MS = 2_000;
+/** Keys kept verified in memory; beyond it the least recently used one is read again when next used. */
+const CACHE_MAX_KEYS = 50_000;
+/** Key ids that name no key are remembered this long, so repeating one costs no lookup. */
+const UNKNOWN_KEY_TTL_MS = 10_000;
+const UNKNOWN_KEYS_MAX = 100_000;
 const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
 export interface KeySpec {
@@ -158,9 +164,9 @@ export async function listApiKeys(ctx: AppContext): Promise<KeyRecord[]> {
 }
 
 interface CachedKey {
-  row: ApiKeyTable | undefined;
+  row: ApiKeyTable;
   /** `row.secret_hash` decoded once, for the comparison every request makes. */
-  secretHash: Buffer | undefined;
+  secretHash: Buffer;
   /** The principal built from `row`, shared by the requests served from this entry (it is immutable). */
   principal?: Principal;
   fetchedAt: number;
@@ -172,7 +178,10 @@ interface CachedKey {
  * revocation takes effect within that time), then a constant-time comparison of SHA-256 digests.
  */
 export class KeyAuthenticator {
-  private readonly cache = new Map<string, CachedKey>();
+  /** Keys that exist, least recently used evicted first: a flood of other ids cannot push them out. */
+  private readonly cache = new LRUCache<string, CachedKey>({ max: CACHE_MAX_KEYS });
+  /** Key ids looked up and not found (made-up or deleted), apart from the real ones, for a short time. */
+  private readonly unknown = new LRUCache<string, true>({ max: UNKNOWN_KEYS_MAX, ttl: UNKNOWN_KEY_TTL_MS, ttlAutopurge: false });
   constructor(private readonly ctx: AppContext) {}
 
   async authenticate(plaintext: string | undefined): Promise<Principal | null> {
@@ -181,10 +190,20 @@ export class KeyAuthenticator {
     const prefix = KEY_PATTERN.exec(plaintext!)![1]!;
     const now = Date.now();
     const row = await this.ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst();
-    if (this.cache.size > 50_000) this.cache.clear();
-    const entry = { row, secretHash: row && Buffer.from(row.secret_hash, 'hex'), fetchedAt: now, lastUsedWrittenAt: this.cache.get(prefix)?.lastUsedWrittenAt ?? 0 };
+    if (!row) {
+      this.cache.delete(prefix);
+      this.unknown.set(prefix, true);
+      return null;
+    }
+    const entry = { row, secretHash: Buffer.from(row.secret_hash, 'hex'), fetchedAt: now, lastUsedWrittenAt: this.cache.get(prefix)?.lastUsedWrittenAt ?? 0 };
     this.cache.set(prefix, entry);
     return this.verify(plaintext!, entry, now);
+  }
+
+  /** Whether the id part of this key names a key read before (fresh or not): its lookup is never throttled. */
+  knowsKeyIdOf(plaintext: string | undefined): boolean {
+    const match = plaintext ? KEY_PATTERN.exec(plaintext) : null;
+    return match !== null && this.cache.has(match[1]!);
   }
 
   /**
@@ -196,14 +215,15 @@ export class KeyAuthenticator {
     const match = KEY_PATTERN.exec(plaintext);
     if (!match) return null;
     const now = Date.now();
-    const entry = this.cache.get(match[1]!);
-    if (!entry || now - entry.fetchedAt > CACHE_TTL_MS) return undefined;
+    const prefix = match[1]!;
+    const entry = this.cache.get(prefix);
+    if (!entry) return this.unknown.has(prefix) ? null : undefined;
+    if (now - entry.fetchedAt > CACHE_TTL_MS) return undefined;
     return this.verify(plaintext, entry, now);
   }
 
   private verify(plaintext: string, entry: CachedKey, now: number): Principal | null {
     const row = entry.row;
-    if (!row || !entry.secretHash) return null;
     if (!timingSafeEqual(sha256(plaintext), entry.secretHash)) return null;
     if (row.status !== 'active') return null;
     if (row.active_until !== null && Date.parse(row.active_until) <= now) return null;

@@ -7,6 +7,7 @@ import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { type PreparedAttachment, type PreparedInline, prepareAttachment } from '../attachments/prepare.js';
 import { recordAudit } from '../audit/record.js';
+import { emergencyNotFound } from '../emergencies/not-found.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import { conversationFor, emergencyExists, findDedupe, insertMessage, loadMessage, toMessageRecord } from './repo.js';
 import type { MessageRecord, PostMessageInput } from './schema.js';
@@ -32,7 +33,7 @@ export async function postMessage(
   const orgId = (await authorize(ctx, caller, orgIdParam, 'write')).id;
   const emergencyId = emergencyIdParam.toLowerCase();
   if (!isUuid(emergencyId) || !(await emergencyExists(ctx.db.db, orgId, emergencyId))) {
-    throw new AppError('emergency_not_found', `No emergency ${emergencyIdParam} in this organization.`);
+    throw emergencyNotFound(emergencyIdParam);
   }
 
   const prepared: PreparedAttachment[] = [];

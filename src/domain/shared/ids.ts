@@ -46,5 +46,8 @@ export function newId(): string {
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 export const isUuid = (value: string): boolean => uuidPattern.test(value);
 
+/** Org ids are UUIDs compared case-insensitively: every surface normalises them to lower case once, on entry. */
+export const normalizeOrgId = (value: string): string => (isUuid(value) ? value.toLowerCase() : value);
+
 /** Timestamps leave the service as ISO-8601 UTC with milliseconds. */
 export const nowIso = (): string => new Date().toISOString();

@@ -9,7 +9,7 @@ import { fromJson, toJson } from '../shared/json.js';
 import { coveredOrgIds, findSubscription } from './repo.js';
 import { type SubscriptionRecord, type SubscriptionSpec, toSubscriptionRecord, WEBHOOK_EVENT_TYPES } from './schema.js';
 import { mintWebhookSecret } from './signing.js';
-import { checkWebhookUrl } from './url-policy.js';
+import { checkWebhookUrl } from '../outbound/webhook-url.js';
 
 export const SECRET_ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
 /** Upper bound of one replay command; the operator continues with the returned `nextSince`. */

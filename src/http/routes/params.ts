@@ -4,6 +4,7 @@ import { cursorParam, limitParam, orgIdParam } from '../../domain/shared/schema.
 export const orgPath = z.object({ org_id: orgIdParam.describe('Target organization id (UUID).') });
 export const emergencyPath = z.object({
   org_id: orgIdParam.describe('Target organization id (UUID).'),
-  emergency_id: z.string().min(1).max(128).describe('Emergency id.'),
+  // No upper bound: an id of any length that names no emergency is a 404 emergency_not_found.
+  emergency_id: z.string().min(1).describe('Emergency id.'),
 });
 export const pageQuery = z.object({ cursor: cursorParam.optional(), limit: limitParam });

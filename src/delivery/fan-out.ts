@@ -3,7 +3,7 @@ import type { Tx } from '../db/connect.js';
 import type { WebhookDeliveryTable } from '../db/types.js';
 import { findOrgScope } from '../domain/orgs/scope.js';
 import { newId, nowIso } from '../domain/shared/ids.js';
-import { activeSubscriptionsInTree, subscriptionWants } from '../domain/webhooks/repo.js';
+import { activeSubscriptionsInTree, pendingDelivery, subscriptionWants } from '../domain/webhooks/repo.js';
 
 const INSERT_CHUNK = 200;
 
@@ -57,28 +57,6 @@ export interface FanOutResult {
  * Events are read by (org_id, stream_offset), the gap-free per-org order, never by a global order
  * that could commit out of sequence.
  */
-/** A delivery of `event` to one subscription, due now: what fan-out and replay both queue. */
-export function pendingDelivery(subscriptionId: string, orgId: string, event: { id: string; event_type: string }, now: string): WebhookDeliveryTable {
-  return {
-    id: newId(),
-    subscription_id: subscriptionId,
-    org_id: orgId,
-    event_id: event.id,
-    event_type: event.event_type,
-    payload: null,
-    status: 'pending',
-    attempt_count: 0,
-    next_attempt_at: now,
-    claimed_until: null,
-    claimed_by: null,
-    last_response_code: null,
-    last_error: null,
-    created_at: now,
-    updated_at: now,
-    completed_at: null,
-  };
-}
-
 export async function fanOutOrg(ctx: AppContext, tx: Tx, orgId: string, batchSize: number): Promise<FanOutResult> {
   const subscriptionIds = new Set<string>();
   const offset = await lockCursor(tx, orgId);

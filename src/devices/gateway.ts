@@ -7,7 +7,7 @@ import type { AppContext } from '../context.js';
 import { markConnected, markDisconnected, recordAcks, revokedSince, touchLastSeen, type AckUpdate } from '../domain/devices/repo.js';
 import type { AuthenticatedDevice } from '../domain/devices/schema.js';
 import { authenticateDevice } from '../domain/devices/service.js';
-import { bearerToken } from '../http/auth.js';
+import { bearerToken } from '../edge/auth.js';
 import { DeviceConnection } from './connection.js';
 import { committedOffset, committedOffsets } from './event-reader.js';
 import { OrgStream } from './org-stream.js';

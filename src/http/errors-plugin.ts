@@ -1,7 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, type ErrorCode, FieldValidationError } from '../errors.js';
-import { fieldIssuesOf, RequestPartError, toFieldIssues } from './validation.js';
+import { fieldIssuesOf, RequestPartError, toFieldIssues } from '../edge/field-issues.js';
 
 /** Framework-level client errors keep their status and get the code of the closed list that names it. */
 const CLIENT_ERROR_CODES: Partial<Record<number, ErrorCode>> = {

@@ -5,8 +5,8 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { AppError } from '../errors.js';
-import { callerOf, type KeyGate, requireApiKey } from '../http/auth.js';
-import { enforceRateLimit } from '../http/rate-limit.js';
+import { callerOf, type KeyGate, requireApiKey } from '../edge/auth.js';
+import { enforceRateLimit } from '../edge/rate-limit.js';
 import { directCall, SingleResponseTransport } from './direct-call.js';
 import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
 

@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { AppError, type ErrorCode, FieldValidationError, type FieldIssue, errorStatus } from '../errors.js';
-import { toFieldIssues } from '../http/validation.js';
+import { toFieldIssues } from '../edge/field-issues.js';
 
 /** What a failed tool call carries, as JSON in `content[0].text`: the REST status and code, and how to recover. */
 export interface ToolErrorPayload {

@@ -8,7 +8,7 @@ import type { Caller } from '../domain/access/principal.js';
 import { API_VERSION } from '../domain/events/append.js';
 import { AppError, FieldValidationError } from '../errors.js';
 import { normalizeOrgId } from '../domain/shared/ids.js';
-import { hostileInputError } from '../http/validation.js';
+import { hostileInputError } from '../edge/field-issues.js';
 import { argumentIssues, toolFailure, toolSuccess } from './results.js';
 import { TOOLS, type ToolDefinition } from './tools.js';
 

@@ -1,5 +1,42 @@
 import type { Kysely } from 'kysely';
-import { recordJsonOf, selectEmergencies } from '../../domain/emergencies/repo.js';
+
+// Migrations are frozen: what this one needs of the emergency record is written out here, as the
+// record was at this version, so replaying it never changes with the service's code.
+const parsed = (text: string | null) => (text === null ? null : JSON.parse(text));
+
+function selectEmergencies(db: Kysely<any>) {
+  return db
+    .selectFrom('emergencies as e')
+    .innerJoin('categories as c', 'c.id', 'e.category_id')
+    .leftJoin('emergency_resolutions as r', 'r.emergency_id', 'e.id')
+    .select([
+      'e.id', 'e.org_id', 'e.status', 'e.external_id', 'e.source', 'e.description', 'e.occurred_at', 'e.created_at',
+      'e.declared_by', 'e.location', 'e.metadata', 'e.sequence',
+      'c.id as category_id', 'c.name as category_name', 'c.color as category_color', 'c.severity as category_severity',
+      'r.resolved_at', 'r.resolved_by', 'r.resolution_note',
+    ]);
+}
+
+function recordJsonOf(row: Record<string, any>): string {
+  const location = parsed(row.location);
+  return JSON.stringify({
+    emergencyId: row.id,
+    orgId: row.org_id,
+    status: row.status,
+    externalId: row.external_id,
+    category: { id: row.category_id, name: row.category_name, color: row.category_color, severity: row.category_severity },
+    source: row.source,
+    description: row.description,
+    occurredAt: row.occurred_at,
+    createdAt: row.created_at,
+    resolvedAt: row.resolved_at,
+    resolvedBy: parsed(row.resolved_by),
+    declaredBy: parsed(row.declared_by),
+    location: location && { latitude: location.latitude ?? null, longitude: location.longitude ?? null, floorId: location.floorId ?? null },
+    resolutionNote: row.resolution_note,
+    metadata: parsed(row.metadata),
+  });
+}
 
 /**
  * The emergency as the API returns it, stored as JSON next to its row and rewritten by every change,

@@ -1,6 +1,4 @@
 import type { Config } from '../../config.js';
-import { FileAttachmentStore } from './file-store.js';
-import { S3AttachmentStore } from './s3-store.js';
 
 /** One verified inline attachment, ready to be kept. */
 export interface StoredObjectInput {
@@ -29,22 +27,6 @@ export interface AttachmentStore {
 /** `ab/abcdef….png`: the first byte of the hash fans objects out over 256 directories/prefixes. */
 export function contentAddressedKey(sha256: string, extension: string): string {
   return `${sha256.slice(0, 2)}/${sha256}.${extension}`;
-}
-
-/** Builds the store ATTACHMENT_STORE names: `file:PATH` or `s3://bucket/prefix`. */
-export function attachmentStoreFromConfig(config: Config): AttachmentStore {
-  const spec = config.ATTACHMENT_STORE;
-  if (spec.startsWith('file:')) return new FileAttachmentStore(spec.slice('file:'.length));
-  const url = new URL(spec);
-  const bucket = url.hostname;
-  const prefix = decodeURIComponent(url.pathname).replace(/^\/+|\/+$/g, '');
-  return new S3AttachmentStore({
-    bucket,
-    prefix,
-    region: config.ATTACHMENT_S3_REGION,
-    endpoint: config.ATTACHMENT_S3_ENDPOINT,
-    forcePathStyle: config.ATTACHMENT_S3_FORCE_PATH_STYLE ?? config.ATTACHMENT_S3_ENDPOINT !== undefined,
-  });
 }
 
 /** Public URL of a stored object, or null when no delivery base URL is configured. */

@@ -8,7 +8,7 @@ import type { Caller } from '../access/principal.js';
 import { decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
-import { requireOrg } from '../orgs/service.js';
+import { requireOrg } from '../orgs/repo.js';
 import { categoryCreateInput, type CategoryItem } from './schema.js';
 
 export const UNCATEGORIZED = { name: 'Uncategorized', color: '#9E9E9E', severity: 0, responseLevel: 'none' } as const;

@@ -44,9 +44,3 @@ export async function createOrg(ctx: AppContext, input: { enterpriseId: string; 
     return { id };
   });
 }
-
-export async function requireOrg(tx: Tx, orgId: string) {
-  const row = await tx.db.selectFrom('orgs').selectAll().where('id', '=', orgId).executeTakeFirst();
-  if (!row) throw new Error(`No organization with id ${orgId}.`);
-  return row;
-}

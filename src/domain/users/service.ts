@@ -5,7 +5,7 @@ import type { Caller } from '../access/principal.js';
 import { decodeCursor, paginate } from '../shared/cursor.js';
 import { newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
-import { requireOrg } from '../orgs/service.js';
+import { requireOrg } from '../orgs/repo.js';
 import { userCreateInput, type UserItem } from './schema.js';
 
 export async function createUser(ctx: AppContext, orgId: string, raw: unknown): Promise<{ id: string }> {

@@ -1,12 +1,11 @@
 import type { AppContext } from '../../context.js';
-import { pendingDelivery } from '../../delivery/fan-out.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { WebhookSubscriptionTable } from '../../db/types.js';
 import type { Caller } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import { fromJson, toJson } from '../shared/json.js';
-import { coveredOrgIds, findSubscription } from './repo.js';
+import { coveredOrgIds, findSubscription, pendingDelivery } from './repo.js';
 import { type SubscriptionRecord, type SubscriptionSpec, toSubscriptionRecord, WEBHOOK_EVENT_TYPES } from './schema.js';
 import { mintWebhookSecret } from './signing.js';
 import { checkWebhookUrl } from '../outbound/webhook-url.js';

@@ -5,7 +5,7 @@ import { auditLogPage, listAuditLogsQuery } from '../../domain/audit/schema.js';
 import { listAuditLogs } from '../../domain/audit/service.js';
 import { userPage } from '../../domain/users/schema.js';
 import { listUsers } from '../../domain/users/service.js';
-import { callerOf } from '../auth.js';
+import { callerOf } from '../../edge/auth.js';
 import { errorResponses } from '../error-schemas.js';
 import { orgPath, pageQuery } from './params.js';
 

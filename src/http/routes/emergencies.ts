@@ -18,7 +18,7 @@ import {
   recategorizeEmergency,
   resolveEmergency,
 } from '../../domain/emergencies/service.js';
-import { callerOf } from '../auth.js';
+import { callerOf } from '../../edge/auth.js';
 import { errorResponses } from '../error-schemas.js';
 import { emergencyPath, orgPath, pageQuery } from './params.js';
 

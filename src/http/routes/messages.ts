@@ -7,7 +7,7 @@ import { ACCEPTED_INLINE_TYPES } from '../../domain/attachments/media-type.js';
 import { messageRecord, postMessageInput } from '../../domain/messages/schema.js';
 import { postMessage } from '../../domain/messages/service.js';
 import { AppError } from '../../errors.js';
-import { callerOf } from '../auth.js';
+import { callerOf } from '../../edge/auth.js';
 import { errorResponses, validationErrorResponse } from '../error-schemas.js';
 import { emergencyPath } from './params.js';
 

@@ -1,0 +1,8 @@
+import type { Tx } from '../../db/connect.js';
+
+/** The org row, for operator commands that must name an existing org (an unknown id is a usage error there). */
+export async function requireOrg(tx: Tx, orgId: string) {
+  const row = await tx.db.selectFrom('orgs').selectAll().where('id', '=', orgId).executeTakeFirst();
+  if (!row) throw new Error(`No organization with id ${orgId}.`);
+  return row;
+}

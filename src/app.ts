@@ -26,10 +26,14 @@ export const API_PREFIX = '/api/public/v1';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export function createContext(config: Config): AppContext {
+  const db = openDatabase(config.DATABASE_URL);
+  const bus = new EventBus();
+  // Every commit that advanced an org's stream wakes that stream's readers in this process.
+  db.onCommitted((event) => bus.committed(event));
   return {
-    db: openDatabase(config.DATABASE_URL),
+    db,
     config,
-    bus: new EventBus(),
+    bus,
     metrics: new Metrics(),
     attachments: attachmentStoreFromConfig(config),
   };

@@ -5,7 +5,7 @@ import type { AppContext } from './context.js';
 import type { FailureReport } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { describeError } from './delivery/log.js';
-import { startPgEventListener } from './domain/events/pg-listener.js';
+import { startPgEventListener } from './db/postgres/listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
 
@@ -37,7 +37,7 @@ export async function startServer(config: Config, existing?: AppContext, options
   ctx.db.offloadCheckpoints?.();
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
-  stoppers.push(startPgEventListener(ctx, reportFailure));
+  stoppers.push(startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure));
   const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices);
   stoppers.push(() => gateway.stop());
   if (options.dispatcher !== false) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);

@@ -2,7 +2,7 @@ import { createContext } from '../app.js';
 import { loadConfig } from '../config.js';
 import type { FailureReport } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
-import { startPgEventListener } from '../domain/events/pg-listener.js';
+import { startPgEventListener } from '../db/postgres/listener.js';
 import { Dispatcher } from '../delivery/dispatcher.js';
 import { describeError, jsonLogger } from '../delivery/log.js';
 import type { CliCommand } from './command.js';
@@ -36,7 +36,7 @@ export const workerCommands: Record<string, CliCommand> = {
       ctx.db.reportFailures(reportFailure);
       const dispatcher = new Dispatcher(ctx, { ...options, logger });
       // On PostgreSQL, NOTIFYs from the instances that write events wake this worker at once.
-      const stopListener = startPgEventListener(ctx, reportFailure);
+      const stopListener = startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure);
       dispatcher.start();
       logger.info({ workerId: dispatcher.workerId, database: ctx.db.describe }, 'webhook worker started');
       const shutdown = async (signal: string) => {

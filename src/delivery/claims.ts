@@ -34,7 +34,7 @@ export async function claimDueDeliveries(tx: Tx, subscriptionId: string, limit: 
         .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<=', now)]))
         .orderBy('next_attempt_at')
         .limit(limit);
-      return tx.dialect === 'postgres' ? candidates.forUpdate().skipLocked() : candidates;
+      return tx.skipLocked(candidates);
     })
     .returning(['id', 'subscription_id', 'org_id', 'event_id', 'event_type', 'attempt_count', 'payload'])
     .execute();

@@ -1,8 +1,8 @@
 import type { AppContext } from '../context.js';
 import type { Tx } from '../db/connect.js';
-import type { WebhookDeliveryTable } from '../db/types.js';
 import { findOrgScope } from '../domain/orgs/scope.js';
-import { newId, nowIso } from '../domain/shared/ids.js';
+import type { WebhookDeliveryTable } from '../db/types.js';
+import { nowIso } from '../domain/shared/ids.js';
 import { activeSubscriptionsInTree, pendingDelivery, subscriptionWants } from '../domain/webhooks/repo.js';
 
 const INSERT_CHUNK = 200;
@@ -26,14 +26,13 @@ export async function orgsBehind(ctx: AppContext, limit: number): Promise<string
 async function lockCursor(tx: Tx, orgId: string): Promise<number | null> {
   const select = () => {
     const q = tx.db.selectFrom('webhook_cursors').select('last_offset').where('org_id', '=', orgId);
-    return (tx.dialect === 'postgres' ? q.forUpdate().skipLocked() : q).executeTakeFirst();
+    return tx.skipLocked(q).executeTakeFirst();
   };
   const found = await select();
   if (found) return Number(found.last_offset);
-  if (tx.dialect === 'postgres') {
-    const exists = await tx.db.selectFrom('webhook_cursors').select('org_id').where('org_id', '=', orgId).executeTakeFirst();
-    if (exists) return null;
-  }
+  // Not found: either it does not exist yet, or another worker holds it (skipped).
+  const exists = await tx.db.selectFrom('webhook_cursors').select('org_id').where('org_id', '=', orgId).executeTakeFirst();
+  if (exists) return null;
   // An org created after the migration: its stream starts at offset 1.
   await tx.db
     .insertInto('webhook_cursors')

@@ -99,7 +99,7 @@ export async function sendTestPing(ctx: AppContext, caller: Caller, id: string, 
       })
       .execute();
     for (const orgId of await coveredOrgIds(tx.db, sub.subject_type, sub.subject_id, fromJson<string[]>(sub.allowed_org_ids))) {
-      await recordAudit(tx, caller, {
+      recordAudit(tx, caller, {
         orgId,
         eventCategory: 'webhook',
         eventType: 'webhook.tested',

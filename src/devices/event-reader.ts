@@ -1,35 +1,7 @@
 import type { Kysely } from 'kysely';
-import type { DbHandle } from '../db/connect.js';
-import { preparedQuery } from '../db/prepared.js';
 import type { Database } from '../db/types.js';
 
-export interface StoredEvent {
-  offset: number;
-  payload: string;
-  createdAtMs: number;
-}
-
-const eventsAfterQuery = preparedQuery((db, p) =>
-  db
-    .selectFrom('events')
-    .select(['stream_offset', 'payload', 'created_at'])
-    .where('org_id', '=', p('orgId'))
-    .where('stream_offset', '>', p('after'))
-    .orderBy('stream_offset')
-    .limit(p('limit')),
-);
-
-/**
- * Committed events of one org after `after`, in offset order. Offsets of an org commit in
- * increasing order (they are taken under the org row lock), so "> after" never skips one.
- * A prepared query: on SQLite it runs on the connection at once when no transaction is open, so a
- * commit's wake-up reads the new rows and writes them to the devices before the declare's own
- * answer is sent; on PostgreSQL it is a named statement.
- */
-export async function eventsAfter(handle: DbHandle, orgId: string, after: number, limit: number): Promise<StoredEvent[]> {
-  const rows = await eventsAfterQuery.execute(handle, { orgId, after, limit });
-  return rows.map((r) => ({ offset: Number(r.stream_offset), payload: r.payload, createdAtMs: Date.parse(r.created_at) }));
-}
+export { eventsAfter, type StoredEvent } from '../db/reads.js';
 
 /** The org's last committed stream offset (0 when it has no events). */
 export async function committedOffset(db: Kysely<Database>, orgId: string): Promise<number> {

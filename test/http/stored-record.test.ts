@@ -6,8 +6,8 @@ import { migrations } from '../../src/db/migrations/index.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, orgApi, type OrgFixture, startOrgServer, type TestServer } from '../helpers/server.js';
 
-// GET answers from the record stored with each change (migration 0007). These check that what it
-// answers is always the emergency's current state, however the row came to be.
+// Every read answers from the record stored with each change (migrations 0007 and 0008). These check
+// that what it answers is always the emergency's current state, however the row came to be.
 describe('stored emergency records', () => {
   let server: TestServer;
   let org: OrgFixture;
@@ -41,18 +41,25 @@ describe('stored emergency records', () => {
     assert.equal(final.body.resolutionNote, 'Valve closed');
   });
 
-  it('reads a row changed without its record (an instance of an older version) from the row itself', async () => {
+  it('rebuilds, when migrating, the record of a row changed without it (an instance older than the record)', async () => {
     const declared = await api.post(path, { description: 'before' });
     await server.ctx.db.db
       .updateTable('emergencies')
       .set((eb) => ({ description: 'changed by an older instance', sequence: eb('sequence', '+', 1) }))
       .where('id', '=', declared.body.emergencyId)
       .execute();
+    const migrator = new Migrator({
+      db: server.ctx.db.db,
+      provider: { getMigrations: async () => migrations },
+      ...(server.ctx.db.pgSchema ? { migrationTableSchema: server.ctx.db.pgSchema } : {}),
+    });
+    assert.equal((await migrator.migrateTo('0007_emergency_record')).error, undefined);
+    assert.deepEqual(await migrateToLatest(server.ctx.db), ['0008_records_only']);
     const read = await api.get(`${path}/${declared.body.emergencyId}`);
     assert.equal(read.status, 200);
     assert.equal(read.body.description, 'changed by an older instance');
     assert.deepEqual({ ...read.body, description: 'before' }, declared.body);
-    // Lists too: the stale row among current ones, in order, with the page cursor intact.
+    // Lists too: the rebuilt row among current ones, in order, with the page cursor intact.
     const after = await api.post(path, { description: 'after' });
     const page = await api.get(`${path}?limit=2`);
     assert.equal(page.status, 200);
@@ -81,7 +88,7 @@ describe('stored emergency records', () => {
     });
     const down = await migrator.migrateTo('0006_lean_indexes');
     assert.equal(down.error, undefined);
-    assert.deepEqual(await migrateToLatest(server.ctx.db), ['0007_emergency_record']);
+    assert.deepEqual(await migrateToLatest(server.ctx.db), ['0007_emergency_record', '0008_records_only']);
 
     const stored = await server.ctx.db.db.selectFrom('emergencies').select(['id', 'record', 'record_sequence', 'sequence']).where('org_id', '=', other.orgId).execute();
     assert.equal(stored.length, 2);

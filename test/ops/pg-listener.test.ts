@@ -5,8 +5,9 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { createContext } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
-import { type CommittedEvent, PG_EVENT_CHANNEL } from '../../src/domain/events/bus.js';
-import { startPgEventListener } from '../../src/domain/events/pg-listener.js';
+import { PG_EVENT_CHANNEL } from '../../src/db/postgres/events.js';
+import type { CommittedEvent } from '../../src/db/unit-of-work.js';
+import { startPgEventListener } from '../../src/db/postgres/listener.js';
 import { onPostgres } from '../helpers/db.js';
 
 const base = process.env.DATABASE_URL ?? '';
@@ -44,7 +45,7 @@ describe('the PostgreSQL event listener', { skip: onPostgres ? false : 'LISTEN/N
     const relay = await startRelay(new URL(base));
     const ctx = createContext(loadConfig({ DATABASE_URL: relay.url, LOG_LEVEL: 'silent' }));
     const reported: string[] = [];
-    const stop = startPgEventListener(ctx, (_err, consequence) => reported.push(consequence));
+    const stop = startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), (_err, consequence) => reported.push(consequence));
     // Other suites notify on the same channel: this test listens for an org of its own.
     const orgId = randomUUID();
     const heard: CommittedEvent[] = [];

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
-import { startSqliteCheckpointer } from '../../src/db/sqlite-checkpointer.js';
+import { startSqliteCheckpointer } from '../../src/db/sqlite/checkpointer.js';
 
 describe('SQLite checkpoint thread', () => {
   it('copies the WAL into the database file in the background, and stops', async () => {

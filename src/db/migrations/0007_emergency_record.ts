@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 // record was at this version, so replaying it never changes with the service's code.
 const parsed = (text: string | null) => (text === null ? null : JSON.parse(text));
 
-function selectEmergencies(db: Kysely<any>) {
+export function selectEmergencies(db: Kysely<any>) {
   return db
     .selectFrom('emergencies as e')
     .innerJoin('categories as c', 'c.id', 'e.category_id')
@@ -17,7 +17,7 @@ function selectEmergencies(db: Kysely<any>) {
     ]);
 }
 
-function recordJsonOf(row: Record<string, any>): string {
+export function recordJsonOf(row: Record<string, any>): string {
   const location = parsed(row.location);
   return JSON.stringify({
     emergencyId: row.id,

@@ -5,6 +5,7 @@ import * as devices from './0004_devices.js';
 import * as webhooks from './0005_webhooks.js';
 import * as leanIndexes from './0006_lean_indexes.js';
 import * as emergencyRecord from './0007_emergency_record.js';
+import * as recordsOnly from './0008_records_only.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0005_webhooks': webhooks,
   '0006_lean_indexes': leanIndexes,
   '0007_emergency_record': emergencyRecord,
+  '0008_records_only': recordsOnly,
 };

@@ -1,5 +1,4 @@
 import type { Tx } from '../../db/connect.js';
-import { preparedQuery } from '../../db/prepared.js';
 import type { Caller, Principal } from '../access/principal.js';
 import { newId, nowIso } from '../shared/ids.js';
 import { toJson } from '../shared/json.js';
@@ -19,24 +18,7 @@ export function principalActor(principal: Principal): { type: string; id: string
     : { type: 'operator', id: 'cli', name: principal.name };
 }
 
-const insertAudit = preparedQuery((db, p) =>
-  db.insertInto('audit_logs').values({
-    id: p('id'),
-    org_id: p('org_id'),
-    occurred_at: p('occurred_at'),
-    event_category: p('event_category'),
-    event_type: p('event_type'),
-    actor_type: p('actor_type'),
-    actor_id: p('actor_id'),
-    actor_name: p('actor_name'),
-    resource_type: p('resource_type'),
-    resource_id: p('resource_id'),
-    request_id: p('request_id'),
-    details: p('details'),
-  }),
-);
-
-/** The audit_logs row of an entry (also written by statements that insert it along with other rows). */
+/** The audit_logs row of an entry. */
 export function auditRow(caller: Caller, entry: AuditInput) {
   const actor = principalActor(caller.principal);
   return {
@@ -55,7 +37,7 @@ export function auditRow(caller: Caller, entry: AuditInput) {
   };
 }
 
-/** Appends an audit entry inside the caller's transaction, so it commits (or not) with the change. */
-export async function recordAudit(tx: Tx, caller: Caller, entry: AuditInput): Promise<void> {
-  await insertAudit.execute(tx, auditRow(caller, entry));
+/** Records an audit entry in the caller's unit of work, so it commits (or not) with the change. */
+export function recordAudit(tx: Pick<Tx, 'audit'>, caller: Caller, entry: AuditInput): void {
+  tx.audit.record(auditRow(caller, entry));
 }

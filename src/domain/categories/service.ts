@@ -1,6 +1,5 @@
 import type { AppContext } from '../../context.js';
 import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
-import { preparedQuery } from '../../db/prepared.js';
 import type { CategoryTable } from '../../db/types.js';
 import { fieldError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
@@ -9,9 +8,10 @@ import { decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { requireOrg } from '../orgs/repo.js';
+import { findCategory, UNCATEGORIZED } from './repo.js';
 import { categoryCreateInput, type CategoryItem } from './schema.js';
 
-export const UNCATEGORIZED = { name: 'Uncategorized', color: '#9E9E9E', severity: 0, responseLevel: 'none' } as const;
+export { UNCATEGORIZED } from './repo.js';
 
 export function toCategoryItem(row: CategoryTable): CategoryItem {
   return {
@@ -57,20 +57,6 @@ export async function createCategory(ctx: AppContext, orgId: string, raw: unknow
   });
 }
 
-const categoryById = preparedQuery((db, p) =>
-  db.selectFrom('categories').selectAll().where('org_id', '=', p('org_id')).where('id', '=', p('id')),
-);
-const categoryByName = preparedQuery((db, p) =>
-  db
-    .selectFrom('categories')
-    .selectAll()
-    .where('org_id', '=', p('org_id'))
-    .where((eb) => eb(eb.fn('lower', ['name']), '=', p('name'))),
-);
-const uncategorized = preparedQuery((db, p) =>
-  db.selectFrom('categories').selectAll().where('org_id', '=', p('org_id')).where('is_system', '=', 1).where('name', '=', UNCATEGORIZED.name),
-);
-
 /**
  * Categories are never updated or deleted, so a category once seen committed stays valid for the
  * life of the process, and every instance may cache it. Misses are not cached: the category may be
@@ -89,7 +75,7 @@ function cacheKeyOf(orgId: string, selector: { categoryId?: string; categoryName
  * the org only. `field` is where a 422 points when nothing matches.
  */
 export async function resolveCategory(
-  tx: Tx,
+  tx: Pick<Tx, 'db'> & Partial<Pick<Tx, 'afterCommit'>>,
   orgId: string,
   selector: { categoryId?: string; categoryName?: string },
 ): Promise<CategoryTable> {
@@ -97,22 +83,16 @@ export async function resolveCategory(
   const key = cacheKeyOf(orgId, selector);
   const cached = categoryCache.get(key);
   if (cached) return cached;
-  let rows: CategoryTable[];
-  if (selector.categoryId !== undefined) {
-    rows = await categoryById.execute(tx, { org_id: orgId, id: selector.categoryId.toLowerCase() });
-  } else if (selector.categoryName !== undefined) {
-    rows = await categoryByName.execute(tx, { org_id: orgId, name: selector.categoryName.toLowerCase() });
-  } else {
-    rows = await uncategorized.execute(tx, { org_id: orgId });
-  }
-  const row = rows[0];
+  const row = await findCategory(tx.db, orgId, selector);
   if (row) {
     // Cached only once the reading transaction committed, so a category created in a transaction
-    // that later rolls back is never served.
-    tx.afterCommit(() => {
+    // that later rolls back is never served; a read outside any transaction saw committed rows only.
+    const keep = () => {
       if (categoryCache.size > 100_000) categoryCache.clear();
       categoryCache.set(key, row);
-    });
+    };
+    if (tx.afterCommit) tx.afterCommit(keep);
+    else keep();
     return row;
   }
   if (selector.categoryId !== undefined) throw categoryNotFound('categoryId', selector.categoryId);

@@ -42,7 +42,7 @@ export function toDeviceRecord(row: DeviceTable, now = Date.now()): DeviceRecord
 }
 
 async function auditDevice(tx: Tx, caller: Caller, row: Pick<DeviceTable, 'id' | 'org_id' | 'name'>, eventType: string) {
-  await recordAudit(tx, caller, {
+  recordAudit(tx, caller, {
     orgId: row.org_id,
     eventCategory: 'device',
     eventType,

@@ -1,8 +1,5 @@
-import { sql } from 'kysely';
 import type { Tx } from '../../db/connect.js';
-import { preparedQuery } from '../../db/prepared.js';
 import { nowIso } from '../shared/ids.js';
-import { type EventBus, PG_EVENT_CHANNEL } from './bus.js';
 
 export const API_VERSION = '1.0.0';
 
@@ -18,36 +15,6 @@ export interface EventEnvelope {
   sequence: number;
   data: Record<string, unknown>;
 }
-
-const insertEvent = preparedQuery((db, p) =>
-  db.insertInto('events').values({
-    id: p('id'),
-    org_id: p('org_id'),
-    stream_offset: p('stream_offset'),
-    emergency_id: p('emergency_id'),
-    event_type: p('event_type'),
-    sequence: p('sequence'),
-    payload: p('payload'),
-    created_at: p('created_at'),
-  }),
-);
-
-// PostgreSQL: offset (the org row lock, held to commit), event row and wake-up in one statement, so
-// the row stays locked for one round trip plus the commit. The notification is delivered only if and
-// when the transaction commits.
-const appendEventPg = preparedQuery((db, p) =>
-  sql<{ stream_offset: number }>`
-    with bumped as (
-      update orgs set event_offset = event_offset + 1 where id = ${p('org_id')} returning event_offset
-    ), inserted as (
-      insert into events (id, org_id, stream_offset, emergency_id, event_type, sequence, payload, created_at)
-      select ${p('id')}, ${p('org_id')}, event_offset, ${p('emergency_id')}, ${p('event_type')}, ${p('sequence')}::integer, ${p('payload')}, ${p('created_at')}
-      from bumped
-      returning stream_offset
-    )
-    select stream_offset, pg_notify(${PG_EVENT_CHANNEL}, json_build_object('orgId', ${p('org_id')}::text, 'offset', stream_offset)::text)
-    from inserted`.compile(db),
-);
 
 export interface EventInput {
   eventId: string;
@@ -94,30 +61,12 @@ export function eventRow(input: EventInput) {
 }
 
 /**
- * Writes an event in the transaction of the state change it describes. Offsets of one org commit in
- * increasing order with no gap, so a reader resuming "after N" can never skip one. On PostgreSQL the
- * offset is taken by incrementing the org row, which holds that row's lock until commit (callers write
- * the event last in their transaction for that reason); on SQLite, whose transactions all run
- * through group commit under the write lock, the batch counts the offsets (BatchEventOffsets).
+ * Records an event in the unit of work of the state change it describes. The storage gives it the
+ * org's next stream offset when it is written (offsets of one org commit in increasing order with no
+ * gap, so a reader resuming "after N" can never skip one) and wakes the stream's readers once committed.
  */
-export async function appendEvent(
-  tx: Tx,
-  bus: EventBus,
-  input: EventInput,
-): Promise<EventEnvelope> {
+export function appendEvent(tx: Pick<Tx, 'events'>, input: EventInput): EventEnvelope {
   const { envelope, row } = eventRow(input);
-  let offset: number;
-  if (tx.dialect === 'postgres') {
-    const [appended] = await appendEventPg.execute(tx, row);
-    if (!appended) throw new Error(`Organization ${input.orgId} does not exist.`);
-    offset = Number(appended.stream_offset);
-  } else {
-    if (!tx.eventOffsets) throw new Error('SQLite events are written only in group-commit transactions.');
-    const next = tx.eventOffsets.next(input.orgId);
-    if (next === null) throw new Error(`Organization ${input.orgId} does not exist.`);
-    offset = next;
-    await insertEvent.execute(tx, { ...row, stream_offset: offset });
-  }
-  tx.afterCommit(() => bus.committed({ orgId: input.orgId, offset }));
+  tx.events.append(row);
   return envelope;
 }

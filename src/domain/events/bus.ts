@@ -1,9 +1,8 @@
 import { EventEmitter } from 'node:events';
 
-export interface CommittedEvent {
-  orgId: string;
-  offset: number;
-}
+import type { CommittedEvent } from '../../db/unit-of-work.js';
+
+export type { CommittedEvent };
 
 /**
  * Wakes readers of the event table (device gateway, webhook dispatcher) when a transaction that
@@ -23,6 +22,3 @@ export class EventBus {
     return () => this.emitter.off('committed', listener);
   }
 }
-
-/** PostgreSQL channel on which the writing transaction announces `{orgId, offset}` to other instances. */
-export const PG_EVENT_CHANNEL = 'emergency_events';

@@ -68,7 +68,7 @@ async function coveredOrgIds(tx: Tx, subjectType: string, subjectId: string, all
 
 async function auditKeyEvent(tx: Tx, caller: Caller, row: Pick<ApiKeyTable, 'id' | 'name' | 'subject_type' | 'subject_id' | 'allowed_org_ids'>, eventType: string, details: Record<string, unknown>) {
   for (const orgId of await coveredOrgIds(tx, row.subject_type, row.subject_id, fromJson<string[]>(row.allowed_org_ids))) {
-    await recordAudit(tx, caller, {
+    recordAudit(tx, caller, {
       orgId,
       eventCategory: 'api_key',
       eventType,

@@ -86,7 +86,7 @@ export async function postMessage(
         };
         const attachmentRows = prepared.map((a, position) => attachmentRow(a, position, storageKeys[position] ?? null, orgId, messageId, now));
         await insertMessage(tx, messageRow, attachmentRows);
-        await recordAudit(tx, caller, {
+        recordAudit(tx, caller, {
           orgId,
           eventCategory: 'message',
           eventType: 'message.posted',

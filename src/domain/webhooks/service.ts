@@ -20,7 +20,7 @@ export const dispatcherCaller = (): Caller => ({ principal: { kind: 'operator', 
 /** Writes one `webhook.*` audit entry in every organization the subscription covers. */
 async function auditWebhookEvent(tx: Tx, caller: Caller, row: WebhookSubscriptionTable, eventType: string, details: Record<string, unknown> = {}) {
   for (const orgId of await coveredOrgIds(tx.db, row.subject_type, row.subject_id, fromJson<string[]>(row.allowed_org_ids))) {
-    await recordAudit(tx, caller, {
+    recordAudit(tx, caller, {
       orgId,
       eventCategory: 'webhook',
       eventType,
@@ -273,7 +273,7 @@ export async function replayDeliveries(
     }
     for (const orgId of orgIds) {
       // One audit entry per org concerned, even when nothing of that org was re-queued.
-      await recordAudit(tx, caller, {
+      recordAudit(tx, caller, {
         orgId,
         eventCategory: 'webhook',
         eventType: 'webhook.replayed',

@@ -1,29 +1,34 @@
 import type pg from 'pg';
-import type { FailureReport } from '../../db/connect.js';
-import { pgDriver } from '../../db/pg-module.js';
-import type { AppContext } from '../../context.js';
-import { type CommittedEvent, PG_EVENT_CHANNEL } from './bus.js';
+import type { DbHandle, FailureReport } from '../connect.js';
+import type { CommittedEvent } from '../unit-of-work.js';
+import { pgDriver } from './driver.js';
+import { PG_EVENT_CHANNEL } from './events.js';
 
 const RECONNECT_DELAY_MS = 1_000;
 
 /**
- * On PostgreSQL, forwards the NOTIFY sent by every committing writer (any instance) to this
- * process's EventBus. It holds one dedicated connection and reconnects after a failure; readers
+ * On PostgreSQL, forwards the NOTIFY sent by every committing writer (any instance) to `onEvent`
+ * (the process's event bus). It holds one dedicated connection and reconnects after a failure; readers
  * also poll, so a notification lost while reconnecting only delays them.
  */
-export function startPgEventListener(ctx: AppContext, report: FailureReport = () => undefined): () => Promise<void> {
-  if (ctx.db.dialect !== 'postgres' || !ctx.db.pgConfig) return async () => undefined;
+export function startPgEventListener(
+  handle: DbHandle,
+  onEvent: (event: CommittedEvent) => void,
+  report: FailureReport = () => undefined,
+): () => Promise<void> {
+  const config = handle.pgConfig;
+  if (handle.dialect !== 'postgres' || !config) return async () => undefined;
   let client: pg.Client | null = null;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
 
   const connect = async () => {
     if (stopped) return;
-    const next = new (pgDriver().Client)(ctx.db.pgConfig);
+    const next = new (pgDriver().Client)(config);
     next.on('notification', (msg) => {
       if (msg.channel !== PG_EVENT_CHANNEL || !msg.payload) return;
       try {
-        ctx.bus.committed(JSON.parse(msg.payload) as CommittedEvent);
+        onEvent(JSON.parse(msg.payload) as CommittedEvent);
       } catch {
         /* a malformed payload is not ours */
       }

@@ -1,19 +1,23 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import type { SqliteStatements, Tx } from './connect.js';
-import { BatchEventOffsets } from './sqlite-event-offsets.js';
-import type { Database } from './types.js';
+import type { SqliteStatements } from '../connect.js';
+import type { Database } from '../types.js';
+import { type CommittedEvent, type UnitOfWork, WriteSet } from '../unit-of-work.js';
+import { BatchEventOffsets } from './event-offsets.js';
+import { type JobConnection, lockEmergency, sendWrites } from './writes.js';
 
 /** Most transactions committed together; bounds the latency one batch adds to its first request. */
 const MAX_BATCH = 128;
 
 interface Job {
-  fn: (tx: Tx) => Promise<unknown>;
+  fn: (uow: UnitOfWork) => Promise<unknown>;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
 
-type Outcome = { job: Job; ok: true; value: unknown; afterCommit: (() => void)[] } | { job: Job; ok: false; error: unknown };
+type Outcome =
+  | { job: Job; ok: true; value: unknown; afterCommit: (() => void)[]; committed: CommittedEvent[] }
+  | { job: Job; ok: false; error: unknown };
 
 /**
  * Group commit for the single SQLite connection. Each commit costs a WAL append of every page the
@@ -44,6 +48,8 @@ export class SqliteGroupCommitter {
     private readonly db: Kysely<Database>,
     sqlite: BetterSqlite3.Database,
     private readonly statements: SqliteStatements,
+    /** Told of every org whose stream advanced, once the batch has committed (before the jobs' own callbacks). */
+    private readonly onCommitted: (event: CommittedEvent) => void,
   ) {
     this.savepoint = sqlite.prepare('savepoint group_commit_job');
     this.release = sqlite.prepare('release group_commit_job');
@@ -51,7 +57,7 @@ export class SqliteGroupCommitter {
     this.offsets = new BatchEventOffsets(sqlite);
   }
 
-  run<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  run<T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
       if (this.draining) return;
@@ -78,9 +84,7 @@ export class SqliteGroupCommitter {
         this.offsets.begin();
         if (batch.length === 1) {
           // Alone in its batch: an ordinary transaction, rolled back whole if it throws.
-          const afterCommit: (() => void)[] = [];
-          const value = await batch[0]!.fn(this.jobTx(trx, afterCommit));
-          outcomes.push({ job: batch[0]!, ok: true, value, afterCommit });
+          outcomes.push({ job: batch[0]!, ok: true, ...(await this.runJob(trx, batch[0]!)) });
         } else {
           for (const job of batch) outcomes.push(await this.runInSavepoint(trx, job));
         }
@@ -100,6 +104,7 @@ export class SqliteGroupCommitter {
         continue;
       }
       try {
+        for (const event of outcome.committed) this.onCommitted(event);
         for (const cb of outcome.afterCommit) cb();
         outcome.job.resolve(outcome.value);
       } catch (err) {
@@ -108,21 +113,37 @@ export class SqliteGroupCommitter {
     }
   }
 
-  /** What a job of the batch sees: the batch's transaction, its own after-commit list, the batch's offsets. */
-  private jobTx(trx: Kysely<Database>, afterCommit: (() => void)[]): Tx {
+  /**
+   * Runs one job on the batch's transaction: its reads at once, then its recorded writes, with the
+   * batch's offsets. Statements run straight on the connection (the batch holds Kysely's lock on it).
+   */
+  private async runJob(trx: Kysely<Database>, job: Job) {
     const statements = this.statements;
-    return { db: trx, dialect: 'sqlite', afterCommit: (cb) => afterCommit.push(cb), eventOffsets: this.offsets, sqliteDirect: () => statements };
+    const connection: JobConnection = { db: trx, dialect: 'sqlite', sqliteDirect: () => statements };
+    const writes = new WriteSet();
+    const afterCommit: (() => void)[] = [];
+    const uow: UnitOfWork = {
+      db: trx,
+      emergencies: { ...writes.emergencies, lockForChange: (orgId, id) => lockEmergency(connection, orgId, id) },
+      resolutions: writes.resolutions,
+      audit: writes.audit,
+      events: writes.events,
+      afterCommit: (cb) => afterCommit.push(cb),
+      skipLocked: (query) => query,
+    };
+    const value = await job.fn(uow);
+    const committed = await sendWrites(connection, writes, this.offsets);
+    return { value, afterCommit, committed };
   }
 
   private async runInSavepoint(trx: Kysely<Database>, job: Job): Promise<Outcome> {
     // The batch holds Kysely's connection lock, so these statements run on the batch's transaction.
     this.savepoint.run();
-    const afterCommit: (() => void)[] = [];
     const mark = this.offsets.mark();
     try {
-      const value = await job.fn(this.jobTx(trx, afterCommit));
+      const done = await this.runJob(trx, job);
       this.release.run();
-      return { job, ok: true, value, afterCommit };
+      return { job, ok: true, ...done };
     } catch (error) {
       // If SQLite already rolled back the whole transaction (I/O error, disk full), these throw and
       // the batch fails as a whole, which is the truth.

@@ -1,0 +1,113 @@
+import { sql } from 'kysely';
+import type { EmergencyInsert, EventInsert } from '../unit-of-work.js';
+import type { AuditLogTable } from '../types.js';
+
+/** The channel on which a committing writer announces `{orgId, offset}` to every instance. */
+export const PG_EVENT_CHANNEL = 'emergency_events';
+
+/** A value placeholder of a prepared query (see preparedQuery). */
+type Param = (name: string) => any;
+
+/**
+ * The org's event offsets on PostgreSQL, the one place they are taken: the org row is bumped by the
+ * number of new events (its lock is held until the commit, so an org's offsets commit in order and
+ * without gaps), and the events take the offsets below the new value in the order given. These are
+ * the CTEs that do it, to end a WITH list; `appendedEventsResult` is the statement's final SELECT.
+ */
+export const appendEventsCtes = (p: Param) => sql`
+  input as (
+    select * from unnest(
+      ${p('event_ids')}::text[], ${p('event_emergency_ids')}::text[], ${p('event_types')}::text[], ${p('event_sequences')}::integer[],
+      ${p('payloads')}::text[], ${p('event_created_ats')}::text[]
+    ) with ordinality as i(event_id, emergency_id, event_type, sequence, payload, event_created_at, n)
+  ), bumped as (
+    update orgs set event_offset = event_offset + (select count(*) from input) where id = ${p('org_id')} returning event_offset
+  ), inserted as (
+    insert into events (id, org_id, stream_offset, emergency_id, event_type, sequence, payload, created_at)
+    select i.event_id, ${p('org_id')}, b.event_offset - (select count(*) from input) + i.n, i.emergency_id, i.event_type, i.sequence, i.payload, i.event_created_at
+    from input i cross join bumped b
+    returning stream_offset
+  )`;
+
+/**
+ * The last offset written, announced with NOTIFY, which PostgreSQL delivers only if and when the
+ * transaction commits. No row when the org does not exist (nothing was bumped).
+ */
+export const appendedEventsResult = (p: Param) => sql<{ last_offset: string | number }>`
+  select max(stream_offset) as last_offset,
+    pg_notify(${PG_EVENT_CHANNEL}, json_build_object('orgId', ${p('org_id')}::text, 'offset', max(stream_offset))::text)
+  from inserted
+  having count(*) > 0`;
+
+/** The event columns as parallel arrays, one statement for any number of events. */
+export function eventColumns(events: EventInsert[]) {
+  return {
+    event_ids: events.map((e) => e.id),
+    event_emergency_ids: events.map((e) => e.emergency_id),
+    event_types: events.map((e) => e.event_type),
+    event_sequences: events.map((e) => e.sequence),
+    payloads: events.map((e) => e.payload),
+    event_created_ats: events.map((e) => e.created_at),
+  };
+}
+
+/** Emergency rows as parallel arrays (every column as the service built it). */
+export function emergencyColumns(rows: EmergencyInsert[]) {
+  const column = <K extends keyof EmergencyInsert>(key: K) => rows.map((r) => r[key]);
+  return {
+    e_ids: column('id'),
+    e_org_ids: column('org_id'),
+    e_statuses: column('status'),
+    e_external_ids: column('external_id'),
+    e_category_ids: column('category_id'),
+    e_sources: column('source'),
+    e_descriptions: column('description'),
+    e_occurred_ats: column('occurred_at'),
+    e_created_ats: column('created_at'),
+    e_updated_ats: column('updated_at'),
+    e_declared_bys: column('declared_by'),
+    e_locations: column('location'),
+    e_metadatas: column('metadata'),
+    e_sequences: column('sequence'),
+    e_records: column('record'),
+  };
+}
+
+export const insertEmergenciesSql = (p: Param) => sql`
+  insert into emergencies (id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at,
+    declared_by, location, metadata, sequence, record, record_sequence)
+  select *, sequence from unnest(
+    ${p('e_ids')}::text[], ${p('e_org_ids')}::text[], ${p('e_statuses')}::text[], ${p('e_external_ids')}::text[], ${p('e_category_ids')}::text[],
+    ${p('e_sources')}::text[], ${p('e_descriptions')}::text[], ${p('e_occurred_ats')}::text[], ${p('e_created_ats')}::text[],
+    ${p('e_updated_ats')}::text[], ${p('e_declared_bys')}::text[], ${p('e_locations')}::text[], ${p('e_metadatas')}::text[],
+    ${p('e_sequences')}::integer[], ${p('e_records')}::text[]
+  ) as e(id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at, declared_by,
+    location, metadata, sequence, record)`;
+
+/** Audit rows as parallel arrays. */
+export function auditColumns(rows: AuditLogTable[]) {
+  const column = <K extends keyof AuditLogTable>(key: K) => rows.map((r) => r[key]);
+  return {
+    a_ids: column('id'),
+    a_org_ids: column('org_id'),
+    a_occurred_ats: column('occurred_at'),
+    a_categories: column('event_category'),
+    a_types: column('event_type'),
+    a_actor_types: column('actor_type'),
+    a_actor_ids: column('actor_id'),
+    a_actor_names: column('actor_name'),
+    a_resource_types: column('resource_type'),
+    a_resource_ids: column('resource_id'),
+    a_request_ids: column('request_id'),
+    a_details: column('details'),
+  };
+}
+
+export const insertAuditSql = (p: Param) => sql`
+  insert into audit_logs (id, org_id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type,
+    resource_id, request_id, details)
+  select * from unnest(
+    ${p('a_ids')}::text[], ${p('a_org_ids')}::text[], ${p('a_occurred_ats')}::text[], ${p('a_categories')}::text[], ${p('a_types')}::text[],
+    ${p('a_actor_types')}::text[], ${p('a_actor_ids')}::text[], ${p('a_actor_names')}::text[], ${p('a_resource_types')}::text[],
+    ${p('a_resource_ids')}::text[], ${p('a_request_ids')}::text[], ${p('a_details')}::text[]
+  )`;

@@ -1,0 +1,116 @@
+import { type Kysely, sql } from 'kysely';
+import type pg from 'pg';
+import { preparedQuery } from '../prepared.js';
+import type { Database } from '../types.js';
+import type { WriteSet } from '../unit-of-work.js';
+import {
+  appendedEventsResult,
+  appendEventsCtes,
+  auditColumns,
+  emergencyColumns,
+  eventColumns,
+  insertAuditSql,
+  insertEmergenciesSql,
+} from './events.js';
+
+/** Most units written by one statement. */
+const MAX_BATCH = 256;
+
+/**
+ * Any number of insert-only units of one org as one statement: their emergencies, their audit
+ * entries, one offset bump for all their events and one wake-up carrying the highest. Data-modifying
+ * WITH clauses commit atomically with the statement, and one named statement serves every batch size
+ * because each column travels as one array. The rows are the services' own: no rule is stated here.
+ */
+const insertBatch = preparedQuery((db, p) =>
+  sql<{ last_offset: string | number }>`
+    with emergency as (${insertEmergenciesSql(p)}),
+    audit as (${insertAuditSql(p)}),
+    ${appendEventsCtes(p)}
+    ${appendedEventsResult(p)}`.compile(db),
+);
+
+interface Pending {
+  writes: WriteSet;
+  resolve(lastOffset: number): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Group commit for an org's insert-only units (declares) on PostgreSQL. Taking an event offset locks
+ * the org row until commit, so one org's declares would commit one after another, each waiting for
+ * the previous one's WAL flush. Here the units of an org that arrive while its previous statement
+ * runs wait for it and are then written together by one statement: one lock, one round trip and one
+ * flush for the lot. A unit that finds its org idle goes at once, so nothing waits that would not have
+ * waited on the lock.
+ *
+ * If the statement is refused (say one externalId already exists), nothing of it was written, and
+ * each unit of the batch is retried alone so that it gets its own outcome. An error with no SQLSTATE
+ * (a lost connection) leaves the outcome unknown: it is not retried, so a unit that may have
+ * committed is never written twice.
+ */
+export class PgInsertBatcher {
+  private readonly waiting = new Map<string, Pending[]>();
+
+  constructor(private readonly target: { db: Kysely<Database>; dialect: 'postgres'; pgPool: pg.Pool }) {}
+
+  /** Writes one unit whose events all belong to `orgId`; resolves with the highest offset its statement wrote. */
+  write(orgId: string, writes: WriteSet): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const queue = this.waiting.get(orgId);
+      if (queue) {
+        queue.push({ writes, resolve, reject });
+        return;
+      }
+      this.waiting.set(orgId, [{ writes, resolve, reject }]);
+      // A microtask later, so units of the same tick join the first statement.
+      queueMicrotask(() => void this.drain(orgId));
+    });
+  }
+
+  private async drain(orgId: string): Promise<void> {
+    const queue = this.waiting.get(orgId)!;
+    while (queue.length > 0) {
+      const batch = queue.splice(0, MAX_BATCH);
+      try {
+        const lastOffset = await this.send(orgId, batch);
+        for (const pending of batch) pending.resolve(lastOffset);
+      } catch (err) {
+        if (batch.length === 1 || !refusedBeforeCommit(err)) {
+          for (const pending of batch) pending.reject(err);
+          continue;
+        }
+        for (const pending of batch) {
+          try {
+            pending.resolve(await this.send(orgId, [pending]));
+          } catch (own) {
+            pending.reject(own);
+          }
+        }
+      }
+    }
+    this.waiting.delete(orgId);
+  }
+
+  private async send(orgId: string, batch: Pending[]): Promise<number> {
+    const all = <T>(rows: (w: WriteSet) => T[]) => batch.flatMap((pending) => rows(pending.writes));
+    const [result] = await insertBatch.execute(this.target, {
+      org_id: orgId,
+      ...emergencyColumns(all((w) => w.emergencyInserts)),
+      ...auditColumns(all((w) => w.auditRows)),
+      ...eventColumns(all((w) => w.eventRows)),
+    });
+    if (!result) throw new Error(`Organization ${orgId} does not exist.`);
+    return Number(result.last_offset);
+  }
+}
+
+/**
+ * PostgreSQL refused the statement for a row's content (an integrity constraint, class 23, such as an
+ * externalId already used): it was rolled back and wrote nothing, and the other units are worth
+ * writing alone. Any other failure (a timeout, a lost connection) would fail them all again.
+ */
+function refusedBeforeCommit(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && /^23[0-9A-Z]{3}$/.test(code);
+}

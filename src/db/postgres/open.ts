@@ -1,0 +1,97 @@
+import { Kysely } from 'kysely';
+import type pg from 'pg';
+import type { DbHandle, FailureReport } from '../connect.js';
+import type { Database } from '../types.js';
+import { type CommittedEvent, type UnitOfWork, type Writes, WriteSet } from '../unit-of-work.js';
+import { pgDriver } from './driver.js';
+import { PgInsertBatcher } from './insert-batcher.js';
+import { OwnSchemaPostgresDialect } from './schema-introspector.js';
+import { lockEmergency, sendWrites } from './writes.js';
+
+/** Records the writes of one set into another unit's (the same rows, in the same order). */
+function replay(from: WriteSet, into: Writes): void {
+  for (const row of from.emergencyInserts) into.emergencies.insert(row);
+  for (const { orgId, id, change } of from.emergencyChanges) into.emergencies.update(orgId, id, change);
+  for (const row of from.resolutionRows) into.resolutions.insert(row);
+  for (const row of from.auditRows) into.audit.record(row);
+  for (const event of from.eventRows) into.events.append(event);
+}
+
+/** PostgreSQL: a pool of connections; several instances may share the database. */
+export function openPostgres(url: string): DbHandle {
+  const parsed = new URL(url);
+  // `?schema=NAME` selects a PostgreSQL schema (created on first use); tests use it to isolate runs.
+  const schema = parsed.searchParams.get('schema');
+  parsed.searchParams.delete('schema');
+  const clientConfig: pg.ClientConfig = { connectionString: parsed.toString() };
+  if (schema) {
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error('DATABASE_URL schema must be a lowercase identifier');
+    clientConfig.options = `-c search_path=${schema}`;
+  }
+  const pool = new (pgDriver().Pool)({ ...clientConfig, max: 10 });
+  // An idle connection of the pool can end under it (PostgreSQL restarts, an administrator or an idle
+  // timeout on the way ends it): the pool drops it and emits 'error'. Unheard, that event would end
+  // the process, while the next query simply opens a new connection.
+  let report: FailureReport = () => undefined;
+  pool.on('error', (err) => report(err, 'an idle PostgreSQL connection ended; the pool opens a new one'));
+  const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
+  const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
+  let committedListener: (event: CommittedEvent) => void = () => undefined;
+  const announce = (events: CommittedEvent[]) => {
+    for (const event of events) committedListener(event);
+  };
+  const batcher = new PgInsertBatcher({ db, dialect: 'postgres', pgPool: pool });
+  const unitOfWork = async <T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T> => {
+    const callbacks: (() => void)[] = [];
+    let committed: CommittedEvent[] = [];
+    const result = await db.transaction().execute(async (trx) => {
+      const writes = new WriteSet();
+      const value = await fn({
+        db: trx,
+        emergencies: { ...writes.emergencies, lockForChange: (orgId, id) => lockEmergency(trx, orgId, id) },
+        resolutions: writes.resolutions,
+        audit: writes.audit,
+        events: writes.events,
+        afterCommit: (cb) => callbacks.push(cb),
+        skipLocked: (query) => query.forUpdate().skipLocked() as typeof query,
+      });
+      committed = await sendWrites(trx, writes);
+      return value;
+    });
+    announce(committed);
+    for (const cb of callbacks) cb();
+    return result;
+  };
+  return {
+    db,
+    dialect: 'postgres',
+    describe,
+    pgConfig: clientConfig,
+    pgPool: pool,
+    pgSchema: schema ?? undefined,
+    unitOfWork,
+    async commit(record) {
+      const writes = new WriteSet();
+      record(writes);
+      const orgs = writes.eventsByOrg();
+      // New rows whose events are one org's (a declare): written with the org's other such units
+      // arriving at the same moment, by one statement. Anything else is an ordinary transaction.
+      if (writes.insertsOnly && orgs.size === 1) {
+        const [orgId] = orgs.keys();
+        const offset = await batcher.write(orgId!, writes);
+        announce([{ orgId: orgId!, offset }]);
+        return;
+      }
+      await unitOfWork(async (uow) => {
+        replay(writes, uow);
+      });
+    },
+    onCommitted(listener) {
+      committedListener = listener;
+    },
+    reportFailures(to) {
+      report = to;
+    },
+    close: () => db.destroy(),
+  };
+}

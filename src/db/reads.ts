@@ -1,0 +1,43 @@
+import type { DbHandle } from './connect.js';
+import { preparedQuery } from './prepared.js';
+
+/**
+ * The reads of the hot paths, as prepared queries: on SQLite they run on the connection at once when
+ * no transaction is open; on PostgreSQL they are named statements, planned once per connection.
+ */
+
+const recordById = preparedQuery((db, p) =>
+  db.selectFrom('emergencies').select('record').where('org_id', '=', p('org_id')).where('id', '=', p('id')),
+);
+
+/** The emergency's stored record (JSON text, as the API returns it), or undefined when the org has no such emergency. */
+export async function emergencyRecordById(handle: DbHandle, orgId: string, id: string): Promise<string | undefined> {
+  const [row] = await recordById.execute(handle, { org_id: orgId, id });
+  return row?.record ?? undefined;
+}
+
+export interface StoredEvent {
+  offset: number;
+  payload: string;
+  createdAtMs: number;
+}
+
+const eventsAfterQuery = preparedQuery((db, p) =>
+  db
+    .selectFrom('events')
+    .select(['stream_offset', 'payload', 'created_at'])
+    .where('org_id', '=', p('orgId'))
+    .where('stream_offset', '>', p('after'))
+    .orderBy('stream_offset')
+    .limit(p('limit')),
+);
+
+/**
+ * Committed events of one org after `after`, in offset order. Offsets of an org commit in increasing
+ * order, so "> after" never skips one. On SQLite a commit's wake-up reads the new rows at once,
+ * straight on the connection, and the devices have them before the declare's own answer is sent.
+ */
+export async function eventsAfter(handle: DbHandle, orgId: string, after: number, limit: number): Promise<StoredEvent[]> {
+  const rows = await eventsAfterQuery.execute(handle, { orgId, after, limit });
+  return rows.map((r) => ({ offset: Number(r.stream_offset), payload: r.payload, createdAtMs: Date.parse(r.created_at) }));
+}

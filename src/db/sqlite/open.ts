@@ -1,0 +1,126 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  Kysely,
+  SqliteAdapter,
+  SqliteDialect,
+  SqliteDriver,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely';
+import type { DbHandle, FailureReport, SqliteStatements } from '../connect.js';
+import type { Database } from '../types.js';
+import type { CommittedEvent } from '../unit-of-work.js';
+import { startSqliteCheckpointer } from './checkpointer.js';
+import { SqliteGroupCommitter } from './group-commit.js';
+
+/**
+ * SQLite's default deferred BEGIN takes the write lock only at the first write; if another process
+ * wrote in between, the upgrade fails at once with SQLITE_BUSY. BEGIN IMMEDIATE takes the lock up front,
+ * so concurrent writers (the server and the admin CLI) simply wait on busy_timeout.
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+type SqliteDatabaseLike = Pick<BetterSqlite3.Database, 'prepare' | 'close'>;
+
+/**
+ * Kysely prepares every statement anew; preparing is a large share of a short query's cost. The
+ * service issues a small fixed set of SQL texts, so prepared statements are kept by text (bounded).
+ * Safe because Kysely runs each statement to completion (all/run) before the next one starts.
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database, max = 500): SqliteDatabaseLike {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    prepare(source: string) {
+      let stmt = cache.get(source);
+      if (!stmt) {
+        stmt = sqlite.prepare(source);
+        if (cache.size >= max) cache.delete(cache.keys().next().value!);
+        cache.set(source, stmt);
+      }
+      return stmt;
+    },
+    close: () => sqlite.close(),
+  } as SqliteDatabaseLike;
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly database: SqliteDatabaseLike) {
+    super({ database: database as never });
+  }
+  override createDriver() {
+    return new ImmediateSqliteDriver({ database: this.database as never });
+  }
+  override createAdapter() {
+    return new SqliteAdapter();
+  }
+  override createQueryCompiler() {
+    return new SqliteQueryCompiler();
+  }
+  override createIntrospector(db: Kysely<any>) {
+    return new SqliteIntrospector(db);
+  }
+}
+
+/** The embedded database: one connection, WAL, every transaction through group commit. */
+export function openSqlite(path: string): DbHandle {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const sqlite = new BetterSqlite3(path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('busy_timeout = 10000');
+  sqlite.pragma('foreign_keys = ON');
+  // Group commit runs every transaction of a batch under a savepoint, whose undo journal SQLite
+  // otherwise keeps in a temporary file: in memory, a declare's savepoint costs half as much.
+  sqlite.pragma('temp_store = MEMORY');
+  const statements = withStatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(statements) });
+  let committedListener: (event: CommittedEvent) => void = () => undefined;
+  const groupCommit = new SqliteGroupCommitter(db, sqlite, statements, (event) => committedListener(event));
+  let stopCheckpointer: (() => Promise<void>) | null = null;
+  let report: FailureReport = () => undefined;
+  return {
+    db,
+    dialect: 'sqlite',
+    describe: `sqlite:${path}`,
+    sqlitePath: path === ':memory:' ? undefined : path,
+    // Every transaction goes through group commit: the batch holds SQLite's write lock, so the
+    // batch counts the org offsets (see BatchEventOffsets).
+    unitOfWork: (fn) => groupCommit.run(fn),
+    commit: (record) =>
+      groupCommit.run(async (uow) => {
+        record(uow);
+      }),
+    onCommitted(listener) {
+      committedListener = listener;
+    },
+    // Direct statements must not land inside an open transaction (they would read its uncommitted
+    // rows); SQLite's own flag says exactly when one is open, including between group-commit batches
+    // (where the commit's wake-ups read the rows just committed).
+    sqliteDirect: () => (sqlite.inTransaction ? null : statements),
+    /** Moves WAL checkpoints off the request thread (long-running processes only). */
+    offloadCheckpoints() {
+      if (path === ':memory:' || stopCheckpointer) return;
+      sqlite.pragma('wal_autocheckpoint = 0');
+      stopCheckpointer = startSqliteCheckpointer(path, (err) => {
+        // Without the thread the WAL would grow without bound: SQLite's default threshold again.
+        if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
+        report(err, 'the SQLite checkpoint thread failed; SQLite checkpoints inside commits again');
+      });
+    },
+    reportFailures(to) {
+      report = to;
+    },
+    async close() {
+      await stopCheckpointer?.();
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,124 @@
+import type { Kysely } from 'kysely';
+import type { SqliteStatements } from '../connect.js';
+import { preparedQuery } from '../prepared.js';
+import type { Database } from '../types.js';
+import type { CommittedEvent, LockedEmergency, WriteSet } from '../unit-of-work.js';
+import type { BatchEventOffsets } from './event-offsets.js';
+
+/** Where the statements of a group-commit job run: the batch's transaction, straight on its connection. */
+export interface JobConnection {
+  db: Kysely<Database>;
+  dialect: 'sqlite';
+  sqliteDirect(): SqliteStatements;
+}
+
+const insertEmergency = preparedQuery((db, p) =>
+  db.insertInto('emergencies').values({
+    id: p('id'),
+    org_id: p('org_id'),
+    status: p('status'),
+    external_id: p('external_id'),
+    category_id: p('category_id'),
+    source: p('source'),
+    description: p('description'),
+    occurred_at: p('occurred_at'),
+    created_at: p('created_at'),
+    updated_at: p('updated_at'),
+    declared_by: p('declared_by'),
+    location: p('location'),
+    metadata: p('metadata'),
+    sequence: p('sequence'),
+    record: p('record'),
+    record_sequence: p('sequence'),
+  }),
+);
+
+const updateEmergency = preparedQuery((db, p) =>
+  db
+    .updateTable('emergencies')
+    .set({
+      status: p('status'),
+      category_id: p('category_id'),
+      sequence: p('sequence'),
+      updated_at: p('updated_at'),
+      record: p('record'),
+      record_sequence: p('sequence'),
+    })
+    .where('org_id', '=', p('org_id'))
+    .where('id', '=', p('id')),
+);
+
+const insertResolution = preparedQuery((db, p) =>
+  db.insertInto('emergency_resolutions').values({
+    emergency_id: p('emergency_id'),
+    org_id: p('org_id'),
+    resolved_at: p('resolved_at'),
+    resolved_by: p('resolved_by'),
+    resolution_note: p('resolution_note'),
+    metadata: p('metadata'),
+    created_at: p('created_at'),
+  }),
+);
+
+const insertAudit = preparedQuery((db, p) =>
+  db.insertInto('audit_logs').values({
+    id: p('id'),
+    org_id: p('org_id'),
+    occurred_at: p('occurred_at'),
+    event_category: p('event_category'),
+    event_type: p('event_type'),
+    actor_type: p('actor_type'),
+    actor_id: p('actor_id'),
+    actor_name: p('actor_name'),
+    resource_type: p('resource_type'),
+    resource_id: p('resource_id'),
+    request_id: p('request_id'),
+    details: p('details'),
+  }),
+);
+
+const insertEvent = preparedQuery((db, p) =>
+  db.insertInto('events').values({
+    id: p('id'),
+    org_id: p('org_id'),
+    stream_offset: p('stream_offset'),
+    emergency_id: p('emergency_id'),
+    event_type: p('event_type'),
+    sequence: p('sequence'),
+    payload: p('payload'),
+    created_at: p('created_at'),
+  }),
+);
+
+const emergencyForChange = preparedQuery((db, p) =>
+  db
+    .selectFrom('emergencies')
+    .select(['id', 'org_id', 'status', 'category_id', 'sequence', 'record'])
+    .where('org_id', '=', p('org_id'))
+    .where('id', '=', p('id')),
+);
+
+/** SQLite transactions run one at a time under the write lock, so reading the row is locking it. */
+export async function lockEmergency(connection: JobConnection, orgId: string, id: string): Promise<LockedEmergency | undefined> {
+  const [row] = await emergencyForChange.execute(connection, { org_id: orgId, id });
+  return row as LockedEmergency | undefined;
+}
+
+/**
+ * Sends a job's recorded writes on the batch's connection, inside the job's savepoint. Events take
+ * their org's next offsets from the batch (see BatchEventOffsets). Returns the last offset per org.
+ */
+export async function sendWrites(connection: JobConnection, writes: WriteSet, offsets: BatchEventOffsets): Promise<CommittedEvent[]> {
+  for (const row of writes.emergencyInserts) await insertEmergency.execute(connection, row);
+  for (const { orgId, id, change } of writes.emergencyChanges) await updateEmergency.execute(connection, { ...change, org_id: orgId, id });
+  for (const row of writes.resolutionRows) await insertResolution.execute(connection, { ...row });
+  for (const row of writes.auditRows) await insertAudit.execute(connection, { ...row });
+  const last = new Map<string, number>();
+  for (const event of writes.eventRows) {
+    const offset = offsets.next(event.org_id);
+    if (offset === null) throw new Error(`Organization ${event.org_id} does not exist.`);
+    await insertEvent.execute(connection, { ...event, stream_offset: offset });
+    last.set(event.org_id, offset);
+  }
+  return [...last].map(([orgId, offset]) => ({ orgId, offset }));
+}

@@ -44,7 +44,7 @@ async function main(argv: string[]): Promise<number> {
   const found = findCommand(args);
   if (!found) return fail(`unknown command "${args.join(' ')}"\n${usage()}`, 2);
   const command = commands[found.name]!;
-  let parsed;
+  let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args: found.rest, options: command.options ?? {}, allowPositionals: true, strict: true });
   } catch (err) {

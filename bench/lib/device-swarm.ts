@@ -42,7 +42,7 @@ class Reader {
     lines.on('line', (line) => {
       if (line.startsWith('complete ')) return onComplete(Number(line.slice(9)));
       const waiter = this.lineWaiters[0];
-      if (waiter && waiter(line)) this.lineWaiters.shift();
+      if (waiter?.(line)) this.lineWaiters.shift();
     });
   }
 
@@ -52,7 +52,13 @@ class Reader {
 
   /** Feeds the reader's answer lines to `take` until it returns true. */
   answer(take: (line: string) => boolean): Promise<void> {
-    return new Promise((resolve) => this.lineWaiters.push((line) => (take(line) ? (resolve(), true) : false)));
+    return new Promise((resolve) =>
+      this.lineWaiters.push((line) => {
+        if (!take(line)) return false;
+        resolve();
+        return true;
+      }),
+    );
   }
 }
 
@@ -90,7 +96,9 @@ export class DeviceSwarm {
         if (target.kind === 'device') {
           const url = new URL(target.wsUrl);
           const path = `${url.pathname}${url.search}`;
-          target.tokens.forEach((token, j) => j % n === i && reader.send(`device ${url.hostname} ${url.port} ${path} ${token}`));
+          target.tokens.forEach((token, j) => {
+            if (j % n === i) reader.send(`device ${url.hostname} ${url.port} ${path} ${token}`);
+          });
         } else {
           const count = Math.floor(target.count / n) + (i < target.count % n ? 1 : 0);
           for (let j = 0; j < count; j++) reader.send(`tcp 127.0.0.1 ${target.port} ${target.bytes}`);
@@ -129,7 +137,10 @@ export class DeviceSwarm {
         if (line === 'end') return true;
         const [, offset, arrivedNs, readNs] = line.split(' ');
         let entry = all.get(Number(offset));
-        if (!entry) all.set(Number(offset), (entry = { arrived: [], read: [] }));
+        if (!entry) {
+          entry = { arrived: [], read: [] };
+          all.set(Number(offset), entry);
+        }
         entry.arrived.push(Number(arrivedNs) / 1e6);
         entry.read.push(Number(readNs) / 1e6);
         return false;

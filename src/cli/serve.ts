@@ -21,7 +21,7 @@ export const serveCommands: Record<string, CliCommand> = {
       if (demo) {
         const base = `${server.url}/api/public/v1`;
         process.stdout.write(
-          [
+          `${[
             '',
             `emergency-api is listening on ${server.url} (database ${ctx.db.describe})`,
             `  demo org id : ${demo.orgId}`,
@@ -32,7 +32,7 @@ export const serveCommands: Record<string, CliCommand> = {
             `    -H "Authorization: Bearer ${demo.key}" -H "Content-Type: application/json" \\`,
             `    -d '{"categoryName":"Fire","description":"Smoke on floor 2"}'`,
             '',
-          ].join('\n') + '\n',
+          ].join('\n')}\n`,
         );
       }
       const shutdown = async (signal: string) => {

@@ -1,5 +1,5 @@
 import { Migrator, type MigrationProvider } from 'kysely';
-import type { DbHandle } from './connect.js';
+import type { DbHandle } from './handle.js';
 import { migrations } from './migrations/index.js';
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -1,6 +1,6 @@
 import type { Compilable, CompiledQuery, Kysely } from 'kysely';
 import type pg from 'pg';
-import type { Dialect, SqliteStatements } from './connect.js';
+import type { Dialect, SqliteStatements } from './handle.js';
 import type { Database } from './types.js';
 
 /** Where a prepared query runs: a database handle or a transaction. */

@@ -1,4 +1,4 @@
-import type { DbHandle } from './connect.js';
+import type { DbHandle } from './handle.js';
 import { preparedQuery } from './prepared.js';
 
 /**

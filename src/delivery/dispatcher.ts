@@ -191,7 +191,7 @@ export class Dispatcher {
     // One transaction for every org of this round: one commit however many orgs had events.
     const results = await inTransaction(this.ctx.db, async (tx) => {
       const out: [string, FanOutResult][] = [];
-      for (const orgId of orgs) out.push([orgId, await fanOutOrg(this.ctx, tx, orgId, FAN_OUT_BATCH)]);
+      for (const orgId of orgs) out.push([orgId, await fanOutOrg(tx, orgId, FAN_OUT_BATCH)]);
       return out;
     });
     for (const [orgId, { subscriptionIds, more }] of results) {

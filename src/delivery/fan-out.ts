@@ -56,7 +56,7 @@ export interface FanOutResult {
  * Events are read by (org_id, stream_offset), the gap-free per-org order, never by a global order
  * that could commit out of sequence.
  */
-export async function fanOutOrg(ctx: AppContext, tx: Tx, orgId: string, batchSize: number): Promise<FanOutResult> {
+export async function fanOutOrg(tx: Tx, orgId: string, batchSize: number): Promise<FanOutResult> {
   const subscriptionIds = new Set<string>();
   const offset = await lockCursor(tx, orgId);
   if (offset === null) return { subscriptionIds, more: false };

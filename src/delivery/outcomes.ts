@@ -45,7 +45,7 @@ function attemptRow(o: AttemptOutcome, workerId: string): WebhookAttemptTable {
 
 async function disableSubscription(tx: Tx, subscriptionId: string, reason: string): Promise<boolean> {
   const row = await findSubscription(tx.db, subscriptionId);
-  if (!row || row.status !== 'active') return false;
+  if (row?.status !== 'active') return false;
   await disableOrEnable(tx, dispatcherCaller(), row, 'disabled', reason);
   return true;
 }

@@ -38,7 +38,7 @@ export async function sendTestPing(ctx: AppContext, caller: Caller, id: string, 
   });
   const timestamp = new Date();
   const sender = new WebhookSender({ allowPrivateTargets: ctx.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, timeoutMs: options.timeoutMs });
-  let result;
+  let result: Awaited<ReturnType<WebhookSender['send']>>;
   try {
     result = await sender.send(
       sub.url,

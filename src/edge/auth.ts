@@ -46,7 +46,7 @@ function refuse(gate: KeyGate, request: FastifyRequest, reply: FastifyReply): ne
 export function requireApiKey(gate: KeyGate) {
   const { keys, rateLimiter: limiter } = gate;
   const admit = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null): void => {
-    if (!principal || principal.kind !== 'api_key') refuse(gate, request, reply);
+    if (principal?.kind !== 'api_key') refuse(gate, request, reply);
     enforceRateLimit(limiter, principal.keyId, reply);
     request.principal = principal;
     // Org ids name the same org in any letter case: normalised once, here, before any service authorizes
@@ -64,17 +64,22 @@ export function requireApiKey(gate: KeyGate) {
     try {
       admit(request, reply, principal);
     } catch (err) {
-      return done(err as Error);
+      done(err as Error);
+      return;
     }
     done();
   };
   return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     const token = bearerToken(request.headers.authorization);
     const cached = keys.authenticateCached(token);
-    if (cached !== undefined) return settle(request, reply, cached, done);
+    if (cached !== undefined) {
+      settle(request, reply, cached, done);
+      return;
+    }
     // A key id never seen before, from an address that has used up its failures: refused unread.
     if (!keys.knowsKeyIdOf(token) && !gate.authFailures.wouldAllow(request.ip)) {
-      return settle(request, reply, null, done);
+      settle(request, reply, null, done);
+      return;
     }
     keys.authenticate(token).then((principal) => settle(request, reply, principal, done), done);
   };

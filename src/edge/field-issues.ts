@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { inspectJson, MAX_BODY_DEPTH, NUL_MESSAGE } from '../domain/shared/json-guards.js';
 import { FieldValidationError, type FieldIssue } from '../errors.js';
 

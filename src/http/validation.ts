@@ -1,6 +1,6 @@
 import type { FastifySchemaCompiler } from 'fastify';
-import { z } from 'zod';
-import { hostileInputError, type Part, partOf, RequestPartError } from '../edge/field-issues.js';
+import type { z } from 'zod';
+import { hostileInputError, partOf, RequestPartError } from '../edge/field-issues.js';
 
 /** A check that accepts only what the schema accepts (never more), or null when none can be derived. */
 type FastAccept = (data: unknown) => boolean;

@@ -35,7 +35,10 @@ export class DeferredChildLogger implements FastifyBaseLogger {
   }
 
   private write(level: Level, args: Parameters<LogFn>): void {
-    if (this.real) return (this.real[level] as (...a: unknown[]) => void)(...args);
+    if (this.real) {
+      (this.real[level] as (...a: unknown[]) => void)(...args);
+      return;
+    }
     if (!this.parent.isLevelEnabled(level)) return;
     (this.materialize()[level] as (...a: unknown[]) => void)(...args);
   }

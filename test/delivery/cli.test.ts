@@ -46,7 +46,7 @@ describe('admin webhook commands (real executable)', () => {
     assert.equal(verify(secret, ping).eventType, 'webhook.ping');
 
     assert.notEqual(refused.code, 0);
-    assert.match(JSON.parse(refused.stderr).error, /non-public IP address/);
+    assert.match(JSON.parse(refused.stderr).error, /non-public address/);
 
     assert.equal(deliveries.code, 0, deliveries.stderr);
     assert.equal(deliveries.json.subscriptionId, id);

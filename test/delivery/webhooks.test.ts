@@ -144,7 +144,7 @@ describe('webhook delivery', () => {
     assert.equal(Buffer.byteLength(attempts[0]!.responseBody!), 1024, 'only the first 1 KiB of a response is kept');
     const ids = receiver.forPath('/flaky').map((r) => r.headers['webhook-id']);
     assert.equal(new Set(ids).size, 1, 'every retry carries the same webhook-id');
-    receiver.forPath('/flaky').forEach((r) => verify(sub.secret, r));
+    for (const r of receiver.forPath('/flaky')) verify(sub.secret, r);
     assert.equal((await getSubscription(server.ctx, sub.id)).failingSince, null, 'a success ends the failure run');
   });
 
@@ -290,7 +290,7 @@ describe('webhook delivery with more subscriptions than process-wide slots', () 
     for (let i = 0; i < 5; i++) assert.equal((await api.post(`/orgs/${org.orgId}/emergencies`, { description: `burst ${i}` })).status, 201);
     for (const [i, sub] of subs.entries()) {
       await waitFor(`deliveries of subscription ${i}`, () => new Set(receiver.forPath(`/many-${i}`).map((r) => r.headers['webhook-id'])).size === 5);
-      receiver.forPath(`/many-${i}`).forEach((r) => verify(sub.secret, r));
+      for (const r of receiver.forPath(`/many-${i}`)) verify(sub.secret, r);
     }
   });
 });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { client } from '../helpers/http.js';
+import type { client } from '../helpers/http.js';
 import { createOrgTree, mintKey, type OrgFixture, startOrgServer, type TestServer } from '../helpers/server.js';
 
 /**

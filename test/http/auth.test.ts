@@ -199,7 +199,7 @@ describe('authentication and tenancy', () => {
   it('records lastUsedAt for a key that was used', async () => {
     const { id, key } = await mintKey(server.ctx, { subjectType: 'org', subjectId: a.orgId });
     await client(server.base, key).get(`/orgs/${a.orgId}/emergencies`);
-    let row;
+    let row: { last_used_at: string | null } | undefined;
     for (let i = 0; i < 20; i++) {
       row = await server.ctx.db.db.selectFrom('api_keys').select('last_used_at').where('id', '=', id).executeTakeFirstOrThrow();
       if (row.last_used_at) break;

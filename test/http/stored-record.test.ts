@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { Migrator } from 'kysely';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { migrations } from '../../src/db/migrations/index.js';
-import { client } from '../helpers/http.js';
+import type { client } from '../helpers/http.js';
 import { createOrgTree, orgApi, type OrgFixture, startOrgServer, type TestServer } from '../helpers/server.js';
 
 // Every read answers from the record stored with each change (migrations 0007 and 0008). These check

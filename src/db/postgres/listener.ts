@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { DbHandle, FailureReport } from '../connect.js';
+import type { DbHandle, FailureReport } from '../handle.js';
 import type { CommittedEvent } from '../unit-of-work.js';
 import { pgDriver } from './driver.js';
 import { PG_EVENT_CHANNEL } from './events.js';

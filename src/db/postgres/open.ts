@@ -1,6 +1,6 @@
 import { Kysely } from 'kysely';
 import type pg from 'pg';
-import type { DbHandle, FailureReport } from '../connect.js';
+import type { DbHandle, FailureReport } from '../handle.js';
 import type { Database } from '../types.js';
 import { type CommittedEvent, type UnitOfWork, type Writes, WriteSet } from '../unit-of-work.js';
 import { pgDriver } from './driver.js';

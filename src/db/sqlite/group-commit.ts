@@ -1,6 +1,6 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import type { Kysely } from 'kysely';
-import type { SqliteStatements } from '../connect.js';
+import type { SqliteStatements } from '../handle.js';
 import type { Database } from '../types.js';
 import { type CommittedEvent, type UnitOfWork, WriteSet } from '../unit-of-work.js';
 import { BatchEventOffsets } from './event-offsets.js';

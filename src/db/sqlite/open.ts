@@ -11,7 +11,7 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
-import type { DbHandle, FailureReport, SqliteStatements } from '../connect.js';
+import type { DbHandle, FailureReport, } from '../handle.js';
 import type { Database } from '../types.js';
 import type { CommittedEvent } from '../unit-of-work.js';
 import { startSqliteCheckpointer } from './checkpointer.js';

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { SqliteStatements } from '../connect.js';
+import type { SqliteStatements } from '../handle.js';
 import { preparedQuery } from '../prepared.js';
 import type { Database } from '../types.js';
 import type { CommittedEvent, LockedEmergency, WriteSet } from '../unit-of-work.js';

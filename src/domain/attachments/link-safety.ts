@@ -14,7 +14,7 @@ export function checkLink(src: string, index: number): URL {
   if (src.length > MAX_LINK_LENGTH) throw attachmentRejection('invalid_url', `Links may be at most ${MAX_LINK_LENGTH} characters.`, index);
   // The URL parser silently drops tabs/newlines and trims controls; the stored link is the text as
   // given, so such characters would make what is shown differ from what was checked.
-  // eslint-disable-next-line no-control-regex
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses.
   if (/[\u0000-\u0020\u007f-\u009f]/.test(src)) throw attachmentRejection('invalid_url', 'Links may not contain spaces or control characters.', index);
   let url: URL;
   try {

@@ -8,7 +8,7 @@ import { decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { requireOrg } from '../orgs/repo.js';
-import { findCategory, UNCATEGORIZED } from './repo.js';
+import { findCategory, } from './repo.js';
 import { categoryCreateInput, type CategoryItem } from './schema.js';
 
 export { UNCATEGORIZED } from './repo.js';

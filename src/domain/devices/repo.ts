@@ -43,7 +43,10 @@ export async function touchLastSeen(db: Kysely<Database>, updates: PresenceUpdat
   for (const u of updates) {
     const key = `${u.orgId} ${u.lastSeenAt}`;
     let group = groups.get(key);
-    if (!group) groups.set(key, (group = { orgId: u.orgId, at: u.lastSeenAt, ids: [] }));
+    if (!group) {
+      group = { orgId: u.orgId, at: u.lastSeenAt, ids: [] };
+      groups.set(key, group);
+    }
     group.ids.push(u.deviceId);
   }
   for (const { orgId, at, ids } of groups.values()) {

@@ -45,7 +45,7 @@ async function loadSubscription(tx: Tx, id: string): Promise<WebhookSubscription
 
 function validateSpec(ctx: AppContext, spec: SubscriptionSpec): string {
   const checked = checkWebhookUrl(spec.url, ctx.config.WEBHOOK_ALLOW_PRIVATE_TARGETS);
-  if (!checked.ok) throw new Error(`Invalid webhook URL: ${checked.reason}.`);
+  if (!checked.ok) throw new Error(`Invalid webhook URL: ${checked.reason.replace(/\.$/, '')}.`);
   for (const t of spec.eventTypes ?? []) {
     if (!(WEBHOOK_EVENT_TYPES as readonly string[]).includes(t)) {
       throw new Error(`Unknown event type "${t}"; expected ${WEBHOOK_EVENT_TYPES.join(', ')}.`);

@@ -1,0 +1,66 @@
+import type { Kysely } from 'kysely';
+import type pg from 'pg';
+import type { Database } from './types.js';
+import type { CommittedEvent, UnitOfWork, Writes } from './unit-of-work.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** A failure the database handle survived, with what it did about it. */
+export type FailureReport = (err: Error, consequence: string) => void;
+
+/**
+ * The statement cache of the one SQLite connection, to run a prepared query on it directly rather
+ * than through Kysely's driver, whose promise hops cost more than the short statements themselves.
+ * Only where no other transaction can be open on the connection: inside a group-commit job (which
+ * holds the batch's transaction), or outside one while group commit is idle.
+ */
+export interface SqliteStatements {
+  prepare(source: string): { reader: boolean; all(params: readonly unknown[]): unknown[]; run(params: readonly unknown[]): unknown };
+}
+
+/**
+ * The storage a service talks to: dialect-neutral Kysely for reads and plain changes, and units of
+ * work for the writes of an operation. Each dialect's adapter (src/db/sqlite, src/db/postgres) keeps
+ * its speed machinery behind this: group commit, batching of an org's concurrent declares, prepared
+ * statements and the numbering of event offsets.
+ */
+export interface DbHandle {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** The connection string without any embedded secret, safe for logs. */
+  describe: string;
+  /**
+   * Runs `fn` as one transaction: its reads at once, the writes it records when it returns, then the
+   * commit; `afterCommit` callbacks and wake-ups run once committed.
+   */
+  unitOfWork<T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T>;
+  /**
+   * Writes what `record` records, as one transaction that reads nothing. Such units of one org may be
+   * written together by one statement (see PgInsertBatcher); resolves once committed.
+   */
+  commit(record: (writes: Writes) => void): Promise<void>;
+  /** Who is told, after each commit, of every org whose event stream advanced (the process's event bus). */
+  onCommitted(listener: (event: CommittedEvent) => void): void;
+  /**
+   * Where failures the handle survives on its own are reported: the SQLite checkpoint thread failing
+   * (SQLite's own checkpoints take over again), an idle PostgreSQL connection ending (the pool opens
+   * another). Until one is set they are survived unreported.
+   */
+  reportFailures(report: FailureReport): void;
+  /** For PostgreSQL: a fresh client config so LISTEN can hold its own connection. */
+  pgConfig?: pg.ClientConfig;
+  /** For PostgreSQL: the pool under `db`, for named (server-side prepared) statements outside transactions. */
+  pgPool?: pg.Pool;
+  /** For PostgreSQL: the schema named in the URL, if any. */
+  pgSchema?: string;
+  /** For SQLite files: the path of the database file. */
+  sqlitePath?: string;
+  /** For SQLite files: checkpoint the WAL from a background thread instead of inside commits. */
+  offloadCheckpoints?(): void;
+  /**
+   * For SQLite: the connection's prepared statements, when a statement may run on it directly (see
+   * `SqliteStatements`); null while a transaction is open on it.
+   */
+  sqliteDirect?(): SqliteStatements | null;
+  close(): Promise<void>;
+}

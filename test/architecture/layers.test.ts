@@ -1,0 +1,92 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, it } from 'node:test';
+
+/** The layering docs/architecture.md describes, checked on the source itself. */
+const SRC = join(import.meta.dirname, '..', '..', 'src');
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : path.endsWith('.ts') ? [path] : [];
+  });
+}
+
+/** Every relative import of a file, as a path under src/ (e.g. `db/connect.ts`). */
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const out: string[] = [];
+  for (const match of text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/gm)) {
+    const target = join(file, '..', match[1]!.replace(/\.js$/, '.ts'));
+    out.push(relative(SRC, target));
+  }
+  return out;
+}
+
+const layerOf = (path: string) => path.split('/')[0]!;
+const SURFACES = ['http', 'mcp', 'devices', 'cli'];
+
+describe('architecture', () => {
+  const files = filesUnder(SRC).map((file) => ({ file, path: relative(SRC, file), text: readFileSync(file, 'utf8') }));
+
+  it('nothing under src/domain branches on the dialect, holds SQL text, uses the speed machinery or imports a driver', () => {
+    const offences: string[] = [];
+    for (const { path, text } of files.filter((f) => f.path.startsWith('domain/'))) {
+      const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+      const checks: [RegExp, string][] = [
+        [/\bdialect\b/, 'names the dialect'],
+        [/\bpreparedQuery\b|db\/prepared\.js/, 'uses prepared statements'],
+        [/groupCommit|sqlite\/group-commit|insert-batcher|sqliteDirect|pgPool|eventOffsets/, 'uses group commit or batching machinery'],
+        [/from 'pg'|from 'better-sqlite3'|postgres\/driver/, 'imports a database driver'],
+        [/\bsql`|sql\.raw|sql\.lit/, 'holds raw SQL'],
+        [/['"`]\s*(select\s+[\w*,\s.]+\sfrom\s|insert\s+into\s|update\s+\w+\s+set\s|delete\s+from\s|with\s+\w+\s+as\s*\()/i, 'holds a SQL statement in a string'],
+        [/from '\.\.\/\.\.\/db\/(sqlite|postgres)\//, 'reaches into a storage adapter'],
+      ];
+      for (const [pattern, what] of checks) if (pattern.test(code)) offences.push(`${path} ${what}`);
+    }
+    assert.deepEqual(offences, []);
+  });
+
+  it('surfaces depend on the domain and on src/edge, never on each other', () => {
+    const offences: string[] = [];
+    for (const { file, path } of files) {
+      const from = layerOf(path);
+      if (!SURFACES.includes(from) || from === 'cli') continue;
+      for (const target of importsOf(file)) {
+        const to = layerOf(target);
+        if (SURFACES.includes(to) && to !== from) offences.push(`${path} -> ${target}`);
+      }
+    }
+    assert.deepEqual(offences, []);
+  });
+
+  it('the domain imports no surface, no worker and no storage adapter; storage imports no domain', () => {
+    const offences: string[] = [];
+    for (const { file, path } of files) {
+      const from = layerOf(path);
+      for (const target of importsOf(file)) {
+        const to = layerOf(target);
+        if (from === 'domain' && [...SURFACES, 'edge', 'delivery', 'app.ts', 'server.ts'].includes(to)) offences.push(`${path} -> ${target}`);
+        if (from === 'domain' && /^db\/(sqlite|postgres)\//.test(target)) offences.push(`${path} -> ${target}`);
+        if (from === 'db' && ['domain', 'edge', 'delivery', ...SURFACES].includes(to)) offences.push(`${path} -> ${target}`);
+        if (from === 'edge' && [...SURFACES, 'delivery'].includes(to)) offences.push(`${path} -> ${target}`);
+      }
+    }
+    assert.deepEqual(offences, []);
+  });
+
+  it('migrations are frozen: they import nothing of the service', () => {
+    const offences = files
+      .filter((f) => f.path.startsWith('db/migrations/'))
+      .flatMap(({ file, path }) => importsOf(file).filter((t) => !t.startsWith('db/migrations/')).map((t) => `${path} -> ${t}`));
+    assert.deepEqual(offences, []);
+  });
+
+  it('the checks above see the imports they judge', () => {
+    // A guard for the guards: the scanner must find known imports, or every check above passes vacuously.
+    const app = files.find((f) => f.path === 'app.ts')!;
+    assert.ok(importsOf(app.file).includes('db/connect.ts'));
+    assert.ok(files.filter((f) => f.path.startsWith('domain/')).length > 30);
+  });
+});

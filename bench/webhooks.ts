@@ -101,7 +101,7 @@ async function main(): Promise<void> {
   const { createSubscription } = await import('../src/domain/webhooks/service.js');
   const { declareEmergency } = await import('../src/domain/emergencies/service.js');
   const { Dispatcher } = await import('../src/delivery/dispatcher.js');
-  const { jsonLogger } = await import('../src/delivery/log.js');
+  const { pino } = await import('pino');
 
   const pg = /^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? '');
   const dir = mkdtempSync(join(tmpdir(), 'bench-webhooks-'));
@@ -142,7 +142,7 @@ async function main(): Promise<void> {
     }
   });
 
-  const dispatcher = new Dispatcher(ctx, { logger: jsonLogger(process.env.BENCH_LOG_LEVEL ?? 'error') });
+  const dispatcher = new Dispatcher(ctx, { logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'error' }, pino.destination(2)) });
   dispatcher.start();
   const caller = operatorCaller('bench');
   const started = now();

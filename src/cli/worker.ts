@@ -1,10 +1,11 @@
+import { pino } from 'pino';
 import { createContext } from '../app.js';
 import { loadConfig } from '../config.js';
 import type { FailureReport } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { startPgEventListener } from '../db/postgres/listener.js';
 import { Dispatcher } from '../delivery/dispatcher.js';
-import { describeError, jsonLogger } from '../delivery/log.js';
+import { describeError } from '../delivery/log.js';
 import type { CliCommand } from './command.js';
 import { UsageError } from './command.js';
 
@@ -31,7 +32,8 @@ export const workerCommands: Record<string, CliCommand> = {
       const config = loadConfig();
       const ctx = createContext(config);
       await migrateToLatest(ctx.db);
-      const logger = jsonLogger(config.LOG_LEVEL);
+      // JSON lines on stderr, like the server's own logger (pino).
+      const logger = pino({ name: 'webhook-worker', level: config.LOG_LEVEL }, pino.destination(2));
       const reportFailure: FailureReport = (err, consequence) => logger.error(describeError(err), consequence);
       ctx.db.reportFailures(reportFailure);
       const dispatcher = new Dispatcher(ctx, { ...options, logger });

@@ -5,19 +5,6 @@ export interface DeliveryLogger {
   error(obj: object, msg: string): void;
 }
 
-const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
-const LEVEL_NUMBERS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
-
-/** JSON lines on stderr, pino-compatible, for the standalone worker which has no HTTP server logger. */
-export function jsonLogger(level: string, name = 'webhook-worker'): DeliveryLogger {
-  const threshold = level === 'silent' ? Infinity : LEVEL_NUMBERS[level] ?? 30;
-  const write = (lvl: (typeof LEVELS)[number]) => (obj: object, msg: string) => {
-    if (LEVEL_NUMBERS[lvl]! < threshold) return;
-    process.stderr.write(`${JSON.stringify({ level: LEVEL_NUMBERS[lvl], time: Date.now(), name, ...obj, msg })}\n`);
-  };
-  return { info: write('info'), warn: write('warn'), error: write('error') };
-}
-
 export const silentLogger: DeliveryLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 /** Error description safe for logs: the message and code, never a stack or SQL text of a driver error. */

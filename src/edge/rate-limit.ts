@@ -20,6 +20,10 @@ interface Bucket {
  * Token bucket per API key: `ratePerSecond` tokens a second, holding at most twice that (the burst).
  * Buckets live in this process, so N instances behind a load balancer allow up to N times the rate;
  * the README says so. Idle buckets are dropped so the map stays bounded by active keys.
+ *
+ * Written here rather than taken from @fastify/rate-limit: that plugin counts requests, while a
+ * JSON-RPC batch must pay one token per tool call, all or nothing (extensions §1b), and the key is
+ * known only after authentication, in the same hook; the check runs on every request of every surface.
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();

@@ -17,7 +17,10 @@ interface ZodDefLike {
 /**
  * Path parameters are an object of a few strings (UUIDs, bounded ids), validated on every request.
  * For such schemas (an object whose fields are plain strings with only length bounds, or UUIDs) a
- * direct check of the same rules accepts what zod would accept, at a small share of zod's cost;
+ * direct check of the same rules accepts what zod would accept, at a small share of zod's cost (zod
+ * measured about 1 µs a request of GET's 22-24 µs in bench/declare.ts; it reads zod's schema
+ * definition, `_zod.def`, which zod does not document; test/http/params-fast-path.test.ts holds the
+ * direct check to never accept more than zod);
  * anything it does not accept goes through zod, which produces the errors. Other schemas: null.
  */
 export function fastAcceptOf(schema: z.ZodType): FastAccept | null {

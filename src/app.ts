@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { jsonSchemaTransform, jsonSchemaTransformObject, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import { openDatabase } from './db/connect.js';
@@ -130,7 +131,19 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(
     async (v1) => {
-      v1.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+      v1.withTypeProvider<ZodTypeProvider>().get(
+        '/openapi.json',
+        {
+          schema: {
+            operationId: 'getOpenApiDocument',
+            tags: ['meta'],
+            summary: 'This OpenAPI 3.1 description of the public API (no authentication).',
+            security: [],
+            response: { 200: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }).describe('The OpenAPI 3.1 document.') },
+          },
+        },
+        async () => app.swagger() as unknown as { openapi: string; info: Record<string, unknown>; paths: Record<string, unknown> },
+      );
       await v1.register(async (authed) => {
         authed.addHook('onRequest', requireApiKey(gate));
         await authed.register(emergencyRoutes(ctx));

@@ -139,7 +139,10 @@ describe('emergencies over REST', () => {
     it('moves declared → categorized, emits once, and treats the same category again as a no-op', async () => {
       const declared = await api.post(path, {});
       const id = declared.body.emergencyId;
-      const first = await api.patch(`${path}/${id}`, { categoryName: 'Fire', description: 'ignored' });
+      const misspelt = await api.patch(`${path}/${id}`, { categoryName: 'Fire', description: 'not a PATCH field' });
+      assert.equal(misspelt.status, 422);
+      assert.deepEqual(misspelt.body.detail.map((d: { loc: unknown }) => d.loc), [['body', 'description']]);
+      const first = await api.patch(`${path}/${id}`, { categoryName: 'Fire' });
       assert.equal(first.status, 200);
       assert.equal(first.body.status, 'categorized');
       assert.equal(first.body.category.name, 'Fire');

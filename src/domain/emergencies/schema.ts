@@ -22,8 +22,9 @@ const metadataInput = z
   })
   .describe(`Free-form JSON object, at most 16 KiB serialized and ${MAX_METADATA_DEPTH} levels deep.`);
 
+// Strict: an unknown field is a 422 extra_forbidden, so a misspelt field is never silently dropped.
 export const locationSchema = z
-  .object({
+  .strictObject({
     latitude: z.number().min(-90).max(90).optional(),
     longitude: z.number().min(-180).max(180).optional(),
     floorId: z.string().max(128).optional(),
@@ -40,7 +41,7 @@ const categorySelector = {
 };
 
 export const declareInput = z
-  .object({
+  .strictObject({
     externalId: z.string().min(1).max(256).optional().describe('Your own incident id; unique per organization.'),
     ...categorySelector,
     source: z.string().max(128).optional(),
@@ -57,7 +58,7 @@ export const declareInput = z
   .meta({ id: 'DeclareEmergencyRequest' });
 
 export const recategorizeInput = z
-  .object(categorySelector)
+  .strictObject(categorySelector)
   .refine((b) => (b.categoryId === undefined) !== (b.categoryName === undefined), {
     message: 'give exactly one of categoryId or categoryName',
     path: ['categoryId'],
@@ -65,7 +66,7 @@ export const recategorizeInput = z
   .meta({ id: 'RecategorizeEmergencyRequest' });
 
 export const resolveInput = z
-  .object({
+  .strictObject({
     resolutionNote: z.string().max(4000).optional(),
     resolvedAt: isoTimestampInput.optional().describe('ISO-8601 with a zone; defaults to now.'),
     resolvedBy: actorInput.optional().describe('The person resolving; defaults to the API key.'),

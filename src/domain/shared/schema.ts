@@ -36,7 +36,7 @@ export const limitParam = z.coerce
 
 export const cursorParam = z.string().min(1).max(1024).describe('The `nextCursor` of the previous page.');
 
-export const actorInput = z.object({
+export const actorInput = z.strictObject({
   id: z.string().min(1).max(256).describe('Identifier of the person in your system.'),
   name: z.string().min(1).max(256).describe('Display name of the person.'),
 });

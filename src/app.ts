@@ -12,6 +12,7 @@ import { API_VERSION } from './domain/events/append.js';
 import { EventBus } from './domain/events/bus.js';
 import { KeyAuthenticator } from './domain/keys/service.js';
 import { type KeyGate, requireApiKey } from './edge/auth.js';
+import { idempotencyHook } from './edge/idempotency.js';
 import { installErrorHandling } from './http/errors-plugin.js';
 import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.js';
 import { directoryRoutes } from './http/routes/directory.js';
@@ -84,7 +85,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   // Only JSON bodies are accepted; text/plain would otherwise be parsed as a string.
   app.removeContentTypeParser('text/plain');
-  installErrorHandling(app);
+  installErrorHandling(app, ctx.db);
   // Callback-style hooks: an async hook costs a promise per request on every route.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -146,6 +147,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       );
       await v1.register(async (authed) => {
         authed.addHook('onRequest', requireApiKey(gate));
+        authed.addHook('preHandler', idempotencyHook(ctx.db));
         await authed.register(emergencyRoutes(ctx));
         await authed.register(directoryRoutes(ctx));
         await authed.register(messageRoutes(ctx));

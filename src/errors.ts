@@ -12,6 +12,7 @@ export const errorStatus = {
   method_not_allowed: 405,
   request_timeout: 408,
   external_id_conflict: 409,
+  idempotency_key_in_use: 409,
   emergency_resolved: 409,
   payload_too_large: 413,
   uri_too_long: 414,
@@ -25,6 +26,7 @@ export const errorStatus = {
   port_not_allowed: 422,
   host_not_allowed: 422,
   credentials_not_allowed: 422,
+  idempotency_key_reused: 422,
   /** Tool-server arguments that fail validation (REST renders these as the FastAPI 422 body instead). */
   validation_error: 422,
   rate_limited: 429,

@@ -5,6 +5,7 @@ import type { AppContext } from './context.js';
 import type { FailureReport } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { describeError } from './delivery/log.js';
+import { sweepExpiredAnswers } from './db/idempotency.js';
 import { startPgEventListener } from './db/postgres/listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
@@ -15,6 +16,17 @@ export interface RunningServer {
   /** Base URL of the listening server, e.g. http://127.0.0.1:8080 */
   url: string;
   stop(): Promise<void>;
+}
+
+const SWEEP_INTERVAL_MS = 15 * 60 * 1000;
+
+/** Deletes the expired answers of Idempotency-Keys every 15 minutes (they are kept 24 h). */
+function startAnswerSweeper(ctx: AppContext, report: FailureReport): () => Promise<void> {
+  const timer = setInterval(() => {
+    sweepExpiredAnswers(ctx.db.db).catch((err: Error) => report(err, 'sweeping expired Idempotency-Key answers failed; the next sweep retries'));
+  }, SWEEP_INTERVAL_MS);
+  timer.unref();
+  return async () => clearInterval(timer);
 }
 
 /** Internal knobs (not configuration): tests shorten timings with them. */
@@ -41,6 +53,7 @@ export async function startServer(config: Config, existing?: AppContext, options
   const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices);
   stoppers.push(() => gateway.stop());
   if (options.dispatcher !== false) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
+  stoppers.push(startAnswerSweeper(ctx, reportFailure));
   await app.listen({ port: config.PORT, host: config.HOST });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

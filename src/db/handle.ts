@@ -31,14 +31,16 @@ export interface DbHandle {
   describe: string;
   /**
    * Runs `fn` as one transaction: its reads at once, the writes it records when it returns, then the
-   * commit; `afterCommit` callbacks and wake-ups run once committed.
+   * commit; `afterCommit` callbacks and wake-ups run once committed. When the request has an
+   * Idempotency-Key, the answer made of `fn`'s value is stored in the same transaction.
    */
   unitOfWork<T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T>;
   /**
    * Writes what `record` records, as one transaction that reads nothing. Such units of one org may be
-   * written together by one statement (see PgInsertBatcher); resolves once committed.
+   * written together by one statement (see PgInsertBatcher); resolves once committed. `result` is what
+   * the operation answers with, for the request's Idempotency-Key (see db/idempotency.ts).
    */
-  commit(record: (writes: Writes) => void): Promise<void>;
+  commit(record: (writes: Writes) => void, result?: unknown): Promise<void>;
   /** Who is told, after each commit, of every org whose event stream advanced (the process's event bus). */
   onCommitted(listener: (event: CommittedEvent) => void): void;
   /**

@@ -233,6 +233,18 @@ export interface WebhookAttemptTable {
   worker_id: string;
 }
 
+/** The stored answer of a write sent with an Idempotency-Key (see migration 0009). */
+export interface IdempotencyKeyTable {
+  api_key_id: string;
+  idem_key: string;
+  /** Hex SHA-256 of the method, the path and the canonical JSON of the body. */
+  fingerprint: string;
+  status: number;
+  body: string;
+  location: string | null;
+  created_at: string;
+  expires_at: string;
+}
 export interface Database {
   partners: PartnerTable;
   enterprises: EnterpriseTable;
@@ -253,4 +265,5 @@ export interface Database {
   webhook_cursors: WebhookCursorTable;
   webhook_deliveries: WebhookDeliveryTable;
   webhook_attempts: WebhookAttemptTable;
+  idempotency_keys: IdempotencyKeyTable;
 }

@@ -1,5 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import type { DbHandle } from '../db/connect.js';
+import { IdempotencyKeyTaken } from '../db/idempotency.js';
+import { replayTakenKey } from '../edge/idempotency.js';
 import { AppError, type ErrorCode, FieldValidationError } from '../errors.js';
 import { fieldIssuesOf, RequestPartError, toFieldIssues } from '../edge/field-issues.js';
 
@@ -18,8 +21,14 @@ function sendAppError(reply: FastifyReply, err: AppError) {
 }
 
 /** The one place where every failure becomes an HTTP response; 5xx bodies never carry internals. */
-export function installErrorHandling(app: FastifyInstance): void {
+export function installErrorHandling(app: FastifyInstance, db: DbHandle): void {
   app.setErrorHandler((error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof IdempotencyKeyTaken) {
+      // Another request with the key committed first; this one was rolled back whole: send that answer.
+      return replayTakenKey(db, request, reply, error.apiKeyId, error.key).catch((err: unknown) =>
+        err instanceof AppError ? sendAppError(reply, err) : reply.code(500).send({ detail: { error: 'internal', message: 'Internal error.' } }),
+      );
+    }
     if (error instanceof RequestPartError) return reply.code(422).send({ detail: fieldIssuesOf(error) });
     if (error instanceof FieldValidationError) return reply.code(422).send({ detail: error.issues });
     if (error instanceof z.ZodError) return reply.code(422).send({ detail: toFieldIssues('body', error.issues) });

@@ -90,10 +90,46 @@ describe('crash safety of acknowledged declares', () => {
     await database.drop();
   });
 
-  it(`loses no acknowledged emergency or its webhook across ${KILLS} SIGKILLs`, async () => {
+  const declare = (body: object, headers: Record<string, string> = {}) =>
+    fetch(`http://127.0.0.1:${port}/api/public/v1/orgs/${orgId}/emergencies`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+
+  it(`loses no acknowledged emergency or its webhook across ${KILLS} SIGKILLs, and writes no Idempotency-Key twice`, async () => {
     const acknowledged = new Set<string>();
+    /** Idempotency-Key → the emergencyId its answers named (every answer of one key must name the same one). */
+    const keyed = new Map<string, Set<string>>();
     let stop = false;
     let attempts = 0;
+    // Writers without an externalId retry each write with its Idempotency-Key until it is answered,
+    // across the kills: the key alone must keep the retries from declaring twice.
+    const keyedWriter = async (w: number) => {
+      for (let n = 0; !stop; n++) {
+        const idempotencyKey = `crash-key-${w}-${n}`;
+        for (;;) {
+          attempts++;
+          try {
+            const res = await declare({ description: idempotencyKey }, { 'idempotency-key': idempotencyKey });
+            const body = (await res.json()) as { emergencyId?: string };
+            if (res.status === 201 && body.emergencyId) {
+              acknowledged.add(body.emergencyId);
+              keyed.set(idempotencyKey, (keyed.get(idempotencyKey) ?? new Set()).add(body.emergencyId));
+              break;
+            }
+          } catch {
+            /* down or died mid-request: retried with the same key */
+          }
+          if (stop && !keyed.has(idempotencyKey)) {
+            // Stopping: one last answer is still owed for a key that may have been written.
+            await sleep(100);
+            continue;
+          }
+          await sleep(20);
+        }
+      }
+    };
     const writer = async (w: number) => {
       for (let n = 0; !stop; n++) {
         attempts++;
@@ -111,12 +147,26 @@ describe('crash safety of acknowledged declares', () => {
         }
       }
     };
-    const writers = Array.from({ length: WRITERS }, (_, w) => writer(w));
+    const writers = Array.from({ length: WRITERS }, (_, w) => (w < WRITERS / 2 ? writer(w) : keyedWriter(w)));
     const perKill: number[] = [];
+    let committedBeforeKill: { idempotencyKey: string; emergencyId: string } | null = null;
     for (let k = 0; k < KILLS; k++) {
       server = await startService();
+      if (committedBeforeKill) {
+        // The write answered just before the last SIGKILL is replayed, not written again.
+        const retry = await declare({ description: committedBeforeKill.idempotencyKey }, { 'idempotency-key': committedBeforeKill.idempotencyKey });
+        assert.equal(retry.status, 201);
+        assert.equal(retry.headers.get('idempotent-replayed'), 'true');
+        assert.equal(((await retry.json()) as { emergencyId: string }).emergencyId, committedBeforeKill.emergencyId);
+      }
       const before = acknowledged.size;
       await sleep(300 + Math.floor(Math.random() * 1200));
+      const idempotencyKey = `before-kill-${k}`;
+      const answered = await declare({ description: idempotencyKey }, { 'idempotency-key': idempotencyKey });
+      assert.equal(answered.status, 201);
+      committedBeforeKill = { idempotencyKey, emergencyId: ((await answered.json()) as { emergencyId: string }).emergencyId };
+      acknowledged.add(committedBeforeKill.emergencyId);
+      keyed.set(idempotencyKey, new Set([committedBeforeKill.emergencyId]));
       await kill(server);
       perKill.push(acknowledged.size - before);
     }
@@ -128,18 +178,27 @@ describe('crash safety of acknowledged declares', () => {
 
     // Every acknowledged emergency reads back.
     const found = new Set<string>();
+    const byDescription = new Map<string, string[]>();
     let cursor: string | null = null;
     do {
       const res = await fetch(
         `http://127.0.0.1:${port}/api/public/v1/orgs/${orgId}/emergencies?limit=200${cursor ? `&cursor=${cursor}` : ''}`,
         { headers: { authorization: `Bearer ${key}` } },
       );
-      const page = (await res.json()) as { items: { emergencyId: string }[]; nextCursor: string | null };
-      for (const e of page.items) found.add(e.emergencyId);
+      const page = (await res.json()) as { items: { emergencyId: string; description: string | null }[]; nextCursor: string | null };
+      for (const e of page.items) {
+        found.add(e.emergencyId);
+        if (e.description) byDescription.set(e.description, [...(byDescription.get(e.description) ?? []), e.emergencyId]);
+      }
       cursor = page.nextCursor;
     } while (cursor);
     const missing = [...acknowledged].filter((id) => !found.has(id));
     assert.deepEqual(missing, [], `acknowledged but missing after restarts (of ${acknowledged.size})`);
+
+    // Each Idempotency-Key wrote exactly one emergency, the one every answer for it named.
+    assert.ok(keyed.size >= KILLS, `keyed writes were answered (${keyed.size})`);
+    const twice = [...keyed].filter(([k, ids]) => ids.size !== 1 || (byDescription.get(k) ?? []).length !== 1 || byDescription.get(k)![0] !== [...ids][0]);
+    assert.deepEqual(twice, [], 'an Idempotency-Key declared more than once, or answered with another emergency');
 
     // Every acknowledged emergency's declared event reaches the subscriber, signed.
     const delivered = () => {

@@ -6,6 +6,7 @@ import * as webhooks from './0005_webhooks.js';
 import * as leanIndexes from './0006_lean_indexes.js';
 import * as emergencyRecord from './0007_emergency_record.js';
 import * as recordsOnly from './0008_records_only.js';
+import * as idempotencyKeys from './0009_idempotency_keys.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0006_lean_indexes': leanIndexes,
   '0007_emergency_record': emergencyRecord,
   '0008_records_only': recordsOnly,
+  '0009_idempotency_keys': idempotencyKeys,
 };

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { EmergencyInsert, EventInsert } from '../unit-of-work.js';
-import type { AuditLogTable } from '../types.js';
+import type { AuditLogTable, IdempotencyKeyTable } from '../types.js';
 
 /** The channel on which a committing writer announces `{orgId, offset}` to every instance. */
 export const PG_EVENT_CHANNEL = 'emergency_events';
@@ -110,4 +110,26 @@ export const insertAuditSql = (p: Param) => sql`
     ${p('a_ids')}::text[], ${p('a_org_ids')}::text[], ${p('a_occurred_ats')}::text[], ${p('a_categories')}::text[], ${p('a_types')}::text[],
     ${p('a_actor_types')}::text[], ${p('a_actor_ids')}::text[], ${p('a_actor_names')}::text[], ${p('a_resource_types')}::text[],
     ${p('a_resource_ids')}::text[], ${p('a_request_ids')}::text[], ${p('a_details')}::text[]
+  )`;
+
+/** Stored answers of Idempotency-Keys as parallel arrays (zero or one per unit). */
+export function idempotencyColumns(rows: IdempotencyKeyTable[]) {
+  const column = <K extends keyof IdempotencyKeyTable>(key: K) => rows.map((r) => r[key]);
+  return {
+    i_api_key_ids: column('api_key_id'),
+    i_keys: column('idem_key'),
+    i_fingerprints: column('fingerprint'),
+    i_statuses: column('status'),
+    i_bodies: column('body'),
+    i_locations: column('location'),
+    i_created_ats: column('created_at'),
+    i_expires_ats: column('expires_at'),
+  };
+}
+
+export const insertIdempotencySql = (p: Param) => sql`
+  insert into idempotency_keys (api_key_id, idem_key, fingerprint, status, body, location, created_at, expires_at)
+  select * from unnest(
+    ${p('i_api_key_ids')}::text[], ${p('i_keys')}::text[], ${p('i_fingerprints')}::text[], ${p('i_statuses')}::integer[],
+    ${p('i_bodies')}::text[], ${p('i_locations')}::text[], ${p('i_created_ats')}::text[], ${p('i_expires_ats')}::text[]
   )`;

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { preparedQuery } from '../prepared.js';
-import type { Database } from '../types.js';
+import type { Database, IdempotencyKeyTable } from '../types.js';
 import type { WriteSet } from '../unit-of-work.js';
 import {
   appendedEventsResult,
@@ -9,8 +9,10 @@ import {
   auditColumns,
   emergencyColumns,
   eventColumns,
+  idempotencyColumns,
   insertAuditSql,
   insertEmergenciesSql,
+  insertIdempotencySql,
 } from './events.js';
 
 /** Most units written by one statement. */
@@ -26,12 +28,15 @@ const insertBatch = preparedQuery((db, p) =>
   sql<{ last_offset: string | number }>`
     with emergency as (${insertEmergenciesSql(p)}),
     audit as (${insertAuditSql(p)}),
+    answers as (${insertIdempotencySql(p)}),
     ${appendEventsCtes(p)}
     ${appendedEventsResult(p)}`.compile(db),
 );
 
 interface Pending {
   writes: WriteSet;
+  /** The stored answer of the unit's Idempotency-Key, written in the same statement. */
+  answer: IdempotencyKeyTable | null;
   resolve(lastOffset: number): void;
   reject(err: unknown): void;
 }
@@ -55,14 +60,14 @@ export class PgInsertBatcher {
   constructor(private readonly target: { db: Kysely<Database>; dialect: 'postgres'; pgPool: pg.Pool }) {}
 
   /** Writes one unit whose events all belong to `orgId`; resolves with the highest offset its statement wrote. */
-  write(orgId: string, writes: WriteSet): Promise<number> {
+  write(orgId: string, writes: WriteSet, answer: IdempotencyKeyTable | null): Promise<number> {
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(orgId);
       if (queue) {
-        queue.push({ writes, resolve, reject });
+        queue.push({ writes, answer, resolve, reject });
         return;
       }
-      this.waiting.set(orgId, [{ writes, resolve, reject }]);
+      this.waiting.set(orgId, [{ writes, answer, resolve, reject }]);
       // A microtask later, so units of the same tick join the first statement.
       queueMicrotask(() => void this.drain(orgId));
     });
@@ -99,6 +104,7 @@ export class PgInsertBatcher {
       ...emergencyColumns(all((w) => w.emergencyInserts)),
       ...auditColumns(all((w) => w.auditRows)),
       ...eventColumns(all((w) => w.eventRows)),
+      ...idempotencyColumns(batch.flatMap((pending) => (pending.answer ? [pending.answer] : []))),
     });
     if (!result) throw new Error(`Organization ${orgId} does not exist.`);
     return Number(result.last_offset);

@@ -1,12 +1,23 @@
 import { Kysely } from 'kysely';
 import type pg from 'pg';
 import type { DbHandle, FailureReport } from '../handle.js';
-import type { Database } from '../types.js';
+import { currentIdempotencyScope, IdempotencyKeyTaken, idempotencyRow, isIdempotencyKeyConflict } from '../idempotency.js';
+import type { Database, IdempotencyKeyTable } from '../types.js';
 import { type CommittedEvent, type UnitOfWork, type Writes, WriteSet } from '../unit-of-work.js';
 import { pgDriver } from './driver.js';
 import { PgInsertBatcher } from './insert-batcher.js';
 import { OwnSchemaPostgresDialect } from './schema-introspector.js';
 import { lockEmergency, sendWrites } from './writes.js';
+
+/** Stores a unit's answer in its transaction; a key another request committed first fails the unit whole. */
+async function storeAnswer(trx: Kysely<Database>, answer: IdempotencyKeyTable): Promise<void> {
+  try {
+    await trx.insertInto('idempotency_keys').values(answer).execute();
+  } catch (err) {
+    if (isIdempotencyKeyConflict(err)) throw new IdempotencyKeyTaken(answer.api_key_id, answer.idem_key);
+    throw err;
+  }
+}
 
 /** Records the writes of one set into another unit's (the same rows, in the same order). */
 function replay(from: WriteSet, into: Writes): void {
@@ -42,6 +53,7 @@ export function openPostgres(url: string): DbHandle {
   };
   const batcher = new PgInsertBatcher({ db, dialect: 'postgres', pgPool: pool });
   const unitOfWork = async <T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T> => {
+    const scope = currentIdempotencyScope();
     const callbacks: (() => void)[] = [];
     let committed: CommittedEvent[] = [];
     const result = await db.transaction().execute(async (trx) => {
@@ -56,8 +68,11 @@ export function openPostgres(url: string): DbHandle {
         skipLocked: (query) => query.forUpdate().skipLocked() as typeof query,
       });
       committed = await sendWrites(trx, writes);
+      const answer = idempotencyRow(scope, value);
+      if (answer) await storeAnswer(trx, answer);
       return value;
     });
+    if (scope && idempotencyRow(scope, result)) scope.stored = true;
     announce(committed);
     for (const cb of callbacks) cb();
     return result;
@@ -70,7 +85,7 @@ export function openPostgres(url: string): DbHandle {
     pgPool: pool,
     pgSchema: schema ?? undefined,
     unitOfWork,
-    async commit(record) {
+    async commit(record, result) {
       const writes = new WriteSet();
       record(writes);
       const orgs = writes.eventsByOrg();
@@ -78,12 +93,21 @@ export function openPostgres(url: string): DbHandle {
       // arriving at the same moment, by one statement. Anything else is an ordinary transaction.
       if (writes.insertsOnly && orgs.size === 1) {
         const [orgId] = orgs.keys();
-        const offset = await batcher.write(orgId!, writes);
-        announce([{ orgId: orgId!, offset }]);
+        const scope = currentIdempotencyScope();
+        const answer = idempotencyRow(scope, result);
+        try {
+          const offset = await batcher.write(orgId!, writes, answer);
+          if (scope && answer) scope.stored = true;
+          announce([{ orgId: orgId!, offset }]);
+        } catch (err) {
+          if (scope && isIdempotencyKeyConflict(err)) throw new IdempotencyKeyTaken(scope.apiKeyId, scope.key);
+          throw err;
+        }
         return;
       }
       await unitOfWork(async (uow) => {
         replay(writes, uow);
+        return result;
       });
     },
     onCommitted(listener) {

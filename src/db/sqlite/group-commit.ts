@@ -4,13 +4,16 @@ import type { SqliteStatements } from '../handle.js';
 import type { Database } from '../types.js';
 import { type CommittedEvent, type UnitOfWork, WriteSet } from '../unit-of-work.js';
 import { BatchEventOffsets } from './event-offsets.js';
-import { type JobConnection, lockEmergency, sendWrites } from './writes.js';
+import { currentIdempotencyScope, type IdempotencyScope, idempotencyRow } from '../idempotency.js';
+import { type JobConnection, lockEmergency, sendWrites, storeAnswer } from './writes.js';
 
 /** Most transactions committed together; bounds the latency one batch adds to its first request. */
 const MAX_BATCH = 128;
 
 interface Job {
   fn: (uow: UnitOfWork) => Promise<unknown>;
+  /** The Idempotency-Key of the request that queued the job, captured in the request's own context. */
+  scope: IdempotencyScope | undefined;
   resolve(value: unknown): void;
   reject(err: unknown): void;
 }
@@ -59,7 +62,7 @@ export class SqliteGroupCommitter {
 
   run<T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ fn, scope: currentIdempotencyScope(), resolve: resolve as (value: unknown) => void, reject });
       if (this.draining) return;
       this.draining = true;
       // better-sqlite3 is synchronous, so a whole transaction runs in microtasks without yielding to
@@ -133,6 +136,13 @@ export class SqliteGroupCommitter {
     };
     const value = await job.fn(uow);
     const committed = await sendWrites(connection, writes, this.offsets);
+    const answer = idempotencyRow(job.scope, value);
+    if (answer) {
+      await storeAnswer(connection, answer);
+      afterCommit.unshift(() => {
+        job.scope!.stored = true;
+      });
+    }
     return { value, afterCommit, committed };
   }
 

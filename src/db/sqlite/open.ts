@@ -94,10 +94,12 @@ export function openSqlite(path: string): DbHandle {
     // Every transaction goes through group commit: the batch holds SQLite's write lock, so the
     // batch counts the org offsets (see BatchEventOffsets).
     unitOfWork: (fn) => groupCommit.run(fn),
-    commit: (record) =>
-      groupCommit.run(async (uow) => {
+    async commit(record, result) {
+      await groupCommit.run(async (uow) => {
         record(uow);
-      }),
+        return result;
+      });
+    },
     onCommitted(listener) {
       committedListener = listener;
     },

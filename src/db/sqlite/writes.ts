@@ -1,7 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { SqliteStatements } from '../handle.js';
 import { preparedQuery } from '../prepared.js';
-import type { Database } from '../types.js';
+import { IdempotencyKeyTaken, isIdempotencyKeyConflict } from '../idempotency.js';
+import type { Database, IdempotencyKeyTable } from '../types.js';
 import type { CommittedEvent, LockedEmergency, WriteSet } from '../unit-of-work.js';
 import type { BatchEventOffsets } from './event-offsets.js';
 
@@ -121,4 +122,27 @@ export async function sendWrites(connection: JobConnection, writes: WriteSet, of
     last.set(event.org_id, offset);
   }
   return [...last].map(([orgId, offset]) => ({ orgId, offset }));
+}
+
+const insertAnswer = preparedQuery((db, p) =>
+  db.insertInto('idempotency_keys').values({
+    api_key_id: p('api_key_id'),
+    idem_key: p('idem_key'),
+    fingerprint: p('fingerprint'),
+    status: p('status'),
+    body: p('body'),
+    location: p('location'),
+    created_at: p('created_at'),
+    expires_at: p('expires_at'),
+  }),
+);
+
+/** Stores a job's answer in its savepoint; a key another request committed first fails the job whole. */
+export async function storeAnswer(connection: JobConnection, answer: IdempotencyKeyTable): Promise<void> {
+  try {
+    await insertAnswer.execute(connection, { ...answer });
+  } catch (err) {
+    if (isIdempotencyKeyConflict(err)) throw new IdempotencyKeyTaken(answer.api_key_id, answer.idem_key);
+    throw err;
+  }
 }

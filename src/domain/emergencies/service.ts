@@ -118,7 +118,7 @@ export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: s
       recordTransition(writes, caller, { emergency, recordJson: row.record, at: row.created_at }, 'emergency.declared', 1, {
         categoryId: category.id,
       });
-    });
+    }, emergency);
   } catch (err) {
     if (input.externalId !== undefined && isUniqueViolation(err)) {
       const existing = await ctx.db.db

@@ -19,6 +19,7 @@ import {
   resolveEmergency,
 } from '../../domain/emergencies/service.js';
 import { callerOf } from '../../edge/auth.js';
+import { idempotencyHeaders } from '../../edge/idempotency.js';
 import { errorResponses } from '../error-schemas.js';
 import { emergencyPath, orgPath, pageQuery } from './params.js';
 
@@ -48,7 +49,9 @@ export const emergencyRoutes =
     });
 
     r.post('/orgs/:org_id/emergencies', {
+      config: { idempotentAnswer: (emergency) => ({ status: 201, body: emergency }) },
       schema: {
+        headers: idempotencyHeaders,
         operationId: 'declareEmergency',
         tags: ['emergencies'],
         summary: 'Declare an emergency (permission: write). Emits emergency.declared.',
@@ -59,7 +62,11 @@ export const emergencyRoutes =
         body: declareInput,
         response: {
           201: emergencyRecord,
-          ...errorResponses({ 409: 'external_id_conflict: the externalId is already used in this organization; body adds emergencyId.' }),
+          ...errorResponses({
+            409: 'external_id_conflict: the externalId is already used in this organization; body adds emergencyId. idempotency_key_in_use: a request with this Idempotency-Key is still running (Retry-After: 1).',
+            413: 'payload_too_large: the body exceeds 1 MiB.',
+            415: 'unsupported_media_type: the body is not application/json.',
+          }),
         },
       },
       handler: async (req, reply) => {
@@ -93,25 +100,38 @@ export const emergencyRoutes =
     });
 
     r.patch('/orgs/:org_id/emergencies/:emergency_id', {
+      config: { idempotentAnswer: (emergency) => ({ status: 200, body: emergency }) },
       schema: {
+        headers: idempotencyHeaders,
         operationId: 'recategorizeEmergency',
         tags: ['emergencies'],
         summary: 'Re-categorize an emergency (permission: write). Emits emergency.categorized.',
         description:
-          'Exactly one of categoryId or categoryName. Other fields are ignored. Naming the current category of a categorized ' +
+          'Exactly one of categoryId or categoryName; any other field is a 422 extra_forbidden. Naming the current category of a categorized ' +
           'emergency is a no-op that emits nothing.',
         params: emergencyPath,
         body: recategorizeInput,
         response: {
           200: emergencyRecord,
-          ...errorResponses({ 404: 'emergency_not_found', 409: 'emergency_resolved: resolved emergencies are immutable.' }),
+          ...errorResponses({
+            404: 'emergency_not_found',
+            409: 'emergency_resolved: resolved emergencies are immutable. idempotency_key_in_use: a request with this Idempotency-Key is still running.',
+          }),
         },
       },
       handler: (req) => recategorizeEmergency(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.body),
     });
 
     r.post('/orgs/:org_id/emergencies/:emergency_id/resolutions', {
+      // An emergency already resolved is answered with no write: nothing is stored, the key stays free.
+      config: {
+        idempotentAnswer: (value) => {
+          const { emergency, created } = value as { emergency: unknown; created: boolean };
+          return created ? { status: 201, body: emergency } : null;
+        },
+      },
       schema: {
+        headers: idempotencyHeaders,
         operationId: 'resolveEmergency',
         tags: ['emergencies'],
         summary: 'Resolve an emergency (permission: write). Emits emergency.resolved.',
@@ -121,7 +141,7 @@ export const emergencyRoutes =
         response: {
           201: emergencyRecord,
           200: emergencyRecord.describe('Already resolved: the existing resolution.'),
-          ...errorResponses({ 404: 'emergency_not_found' }),
+          ...errorResponses({ 404: 'emergency_not_found', 409: 'idempotency_key_in_use: a request with this Idempotency-Key is still running.' }),
         },
       },
       handler: async (req, reply) => {

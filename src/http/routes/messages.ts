@@ -8,6 +8,7 @@ import { messageRecord, postMessageInput } from '../../domain/messages/schema.js
 import { postMessage } from '../../domain/messages/service.js';
 import { AppError } from '../../errors.js';
 import { callerOf } from '../../edge/auth.js';
+import { idempotencyHeaders } from '../../edge/idempotency.js';
 import { errorResponses, validationErrorResponse } from '../error-schemas.js';
 import { emergencyPath } from './params.js';
 
@@ -60,7 +61,15 @@ export const messageRoutes =
     const r = app.withTypeProvider<ZodTypeProvider>();
     r.post('/orgs/:org_id/emergencies/:emergency_id/messages', {
       bodyLimit: MESSAGE_BODY_LIMIT,
+      // A deduplicated post (the original message answered again) made no write: nothing is stored.
+      config: {
+        idempotentAnswer: (value) => {
+          const { message, created } = value as { message: unknown; created: boolean };
+          return created ? { status: 201, body: message } : null;
+        },
+      },
       schema: {
+        headers: idempotencyHeaders,
         operationId: 'postMessage',
         tags: ['messages'],
         summary: 'Post a message, with optional attachments, to an emergency (permission: write).',

@@ -1,0 +1,98 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Kysely } from 'kysely';
+import type { Database, IdempotencyKeyTable } from './types.js';
+
+/** How long a stored answer is kept (extensions §2: at least 24 h). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+/** The answer a write gives, as it will be replayed. */
+export interface StoredAnswer {
+  status: number;
+  body: unknown;
+  location?: string;
+}
+
+/**
+ * The Idempotency-Key of the request being served, set by the surface. The first unit of work of the
+ * request whose value `answer` turns into an answer stores that answer in its own transaction; an
+ * answer of null means the unit made no write worth replaying (the key stays free).
+ */
+export interface IdempotencyScope {
+  apiKeyId: string;
+  key: string;
+  fingerprint: string;
+  answer(value: unknown): StoredAnswer | null;
+  /** Set once a unit has committed the answer. */
+  stored: boolean;
+}
+
+const scopes = new AsyncLocalStorage<IdempotencyScope>();
+
+/** Runs `fn` (the rest of the request) with `scope` as the request's Idempotency-Key. */
+export function withIdempotencyScope(scope: IdempotencyScope, fn: () => void): void {
+  scopes.run(scope, fn);
+}
+
+/**
+ * The scope of the request that starts a unit of work, read when the unit is started (in the request's
+ * own async context; group commit runs units later, in another one), or undefined.
+ */
+export function currentIdempotencyScope(): IdempotencyScope | undefined {
+  const scope = scopes.getStore();
+  return scope && !scope.stored ? scope : undefined;
+}
+
+/** The row a unit writes for its request's key, given the unit's value; null when there is nothing to store. */
+export function idempotencyRow(scope: IdempotencyScope | undefined, value: unknown): IdempotencyKeyTable | null {
+  if (!scope) return null;
+  const answer = scope.answer(value);
+  if (!answer) return null;
+  const now = Date.now();
+  return {
+    api_key_id: scope.apiKeyId,
+    idem_key: scope.key,
+    fingerprint: scope.fingerprint,
+    status: answer.status,
+    body: JSON.stringify(answer.body),
+    location: answer.location ?? null,
+    created_at: new Date(now).toISOString(),
+    expires_at: new Date(now + IDEMPOTENCY_TTL_MS).toISOString(),
+  };
+}
+
+/**
+ * The key's answer was committed by another request (another instance, or a race this instance's
+ * in-flight check did not see): this unit was rolled back whole, and the stored answer is to be replayed.
+ */
+export class IdempotencyKeyTaken extends Error {
+  constructor(
+    readonly apiKeyId: string,
+    readonly key: string,
+  ) {
+    super('The Idempotency-Key was used by a request that committed first.');
+  }
+}
+
+/** A unique violation of the idempotency_keys primary key, on either dialect. */
+export function isIdempotencyKeyConflict(err: unknown): boolean {
+  const e = err as { code?: string; constraint?: string; message?: string };
+  if (e?.code === '23505') return e.constraint === 'idempotency_keys_pkey';
+  return (e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE') && /idempotency_keys\./.test(e.message ?? '');
+}
+
+/** The stored answer of a key, unless expired. */
+export function findStoredAnswer(db: Kysely<Database>, apiKeyId: string, key: string): Promise<IdempotencyKeyTable | undefined> {
+  return db
+    .selectFrom('idempotency_keys')
+    .selectAll()
+    .where('api_key_id', '=', apiKeyId)
+    .where('idem_key', '=', key)
+    .where('expires_at', '>', new Date().toISOString())
+    .executeTakeFirst();
+}
+
+/** Deletes expired answers; returns how many. */
+export async function sweepExpiredAnswers(db: Kysely<Database>): Promise<number> {
+  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', new Date().toISOString()).executeTakeFirst();
+  return Number(result.numDeletedRows ?? 0);
+}

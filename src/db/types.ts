@@ -245,6 +245,14 @@ export interface IdempotencyKeyTable {
   created_at: string;
   expires_at: string;
 }
+/** A live webhook worker (see migration 0010). */
+export interface DeliveryWorkerTable {
+  worker_id: string;
+  host: string;
+  pid: number;
+  started_at: string;
+  heartbeat_at: string;
+}
 export interface Database {
   partners: PartnerTable;
   enterprises: EnterpriseTable;
@@ -266,4 +274,5 @@ export interface Database {
   webhook_deliveries: WebhookDeliveryTable;
   webhook_attempts: WebhookAttemptTable;
   idempotency_keys: IdempotencyKeyTable;
+  delivery_workers: DeliveryWorkerTable;
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Tx } from '../db/connect.js';
 import type { WebhookDeliveryTable } from '../db/types.js';
+import { aliveSince } from './liveness.js';
 
 type ClaimedRow = Pick<WebhookDeliveryTable, 'id' | 'subscription_id' | 'org_id' | 'event_id' | 'event_type' | 'attempt_count' | 'payload'>;
 
@@ -12,8 +13,9 @@ export type ClaimedDelivery = Omit<ClaimedRow, 'payload'> & {
 /**
  * Leases up to `limit` due deliveries of one subscription to this worker until `leaseMs` from now.
  * On PostgreSQL the candidate rows are locked with SKIP LOCKED, so concurrent workers claim disjoint
- * sets without waiting on each other; a row stays unavailable until its lease expires, which is
- * how the deliveries of a worker that died are picked up again. SQLite has one writer at a time.
+ * sets without waiting on each other. A row stays with its worker until its lease expires or the
+ * worker stops beating (see liveness.ts), whichever comes first: a live worker's claim is never
+ * taken while its request runs, a dead one's is taken over within seconds. SQLite has one writer at a time.
  * Bodies are attached afterwards by `attachBodies`, once for every claim of a round.
  */
 export async function claimDueDeliveries(tx: Tx, subscriptionId: string, limit: number, workerId: string, leaseMs: number): Promise<ClaimedRow[]> {
@@ -31,7 +33,14 @@ export async function claimDueDeliveries(tx: Tx, subscriptionId: string, limit: 
         // A literal, not a parameter: SQLite uses the partial index (status = 'pending') only then.
         .where('status', '=', sql.lit('pending'))
         .where('next_attempt_at', '<=', now)
-        .where((w) => w.or([w('claimed_until', 'is', null), w('claimed_until', '<=', now)]))
+        .where((w) =>
+          w.or([
+            w('claimed_until', 'is', null),
+            w('claimed_until', '<=', now),
+            // Claimed by a worker that is no longer alive (crashed, restarted): taken over at once.
+            w('claimed_by', 'not in', (q) => q.selectFrom('delivery_workers').select('worker_id').where('heartbeat_at', '>=', aliveSince(nowMs))),
+          ]),
+        )
         .orderBy('next_attempt_at')
         .limit(limit);
       return tx.skipLocked(candidates);

@@ -9,6 +9,7 @@ import { signingSecrets } from '../domain/webhooks/schema.js';
 import { signatureHeader } from '../domain/webhooks/signing.js';
 import { attachBodies, type ClaimedDelivery, claimDueDeliveries } from './claims.js';
 import { type FanOutResult, fanOutOrg, orgsBehind } from './fan-out.js';
+import { beat, HEARTBEAT_INTERVAL_MS, registerWorker, retireWorker } from './liveness.js';
 import { type SendResult, WebhookSender } from './http-sender.js';
 import { type DeliveryLogger, describeError, silentLogger } from './log.js';
 import { type AttemptOutcome, recordOutcomes } from './outcomes.js';
@@ -79,6 +80,10 @@ export class Dispatcher {
   private inFlight = 0;
   private idleWaiters: (() => void)[] = [];
 
+  /** Registered as a live worker (see liveness.ts); no claim is made before. */
+  private registered: Promise<void> | null = null;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+
   private pumping: Promise<void> | null = null;
   private pumpAgain = false;
 
@@ -107,6 +112,11 @@ export class Dispatcher {
   start(): void {
     if (this.started) return;
     this.started = true;
+    this.registered = this.register();
+    this.heartbeatTimer = setInterval(() => {
+      beat(this.ctx.db.db, this.workerId).catch((err) => this.log.warn(describeError(err), 'webhook worker heartbeat failed'));
+    }, HEARTBEAT_INTERVAL_MS);
+    this.heartbeatTimer.unref();
     this.unsubscribe = this.ctx.bus.onCommitted(({ orgId }) => {
       this.pendingOrgs.add(orgId);
       this.wake();
@@ -126,6 +136,7 @@ export class Dispatcher {
     this.stopped = true;
     this.unsubscribe?.();
     if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
     for (const t of this.retryTimers) clearTimeout(t);
     this.retryTimers.clear();
     await this.pumping;
@@ -140,6 +151,7 @@ export class Dispatcher {
       await this.flushing;
       if (this.outcomes.length > 0 && !this.flushing) break; // the database is unreachable: leases will expire
     }
+    await retireWorker(this.ctx.db.db, this.workerId).catch((err) => this.log.warn(describeError(err), 'removing the worker row failed; it ages out'));
     await this.sender.close();
   }
 
@@ -170,6 +182,7 @@ export class Dispatcher {
       await new Promise<void>((resolve) => setImmediate(resolve));
       this.pumpAgain = false;
       try {
+        await this.registered;
         await this.fanOut();
         await this.claimAndSend();
       } catch (err) {
@@ -178,6 +191,26 @@ export class Dispatcher {
         return;
       }
     } while (this.pumpAgain && !this.stopped);
+  }
+
+  /** Becomes a live worker; until it is, the first round waits (others would take its claims over). */
+  private async register(): Promise<void> {
+    for (;;) {
+      try {
+        const [host, pid] = this.workerId.split(':');
+        const tookOver = await registerWorker(this.ctx.db.db, {
+          workerId: this.workerId,
+          host: host ?? hostname(),
+          pid: Number(pid) || process.pid,
+        });
+        if (tookOver > 0) this.log.info({ workers: tookOver, workerId: this.workerId }, 'took over the deliveries of workers of this machine that are gone');
+        return;
+      } catch (err) {
+        if (this.stopped) return;
+        this.log.error(describeError(err), 'registering the webhook worker failed; retrying');
+        await new Promise((r) => setTimeout(r, this.pollIntervalMs));
+      }
+    }
   }
 
   private async fanOut(): Promise<void> {

@@ -99,6 +99,10 @@ describe('crash safety of acknowledged declares', () => {
 
   it(`loses no acknowledged emergency or its webhook across ${KILLS} SIGKILLs, and writes no Idempotency-Key twice`, async () => {
     const acknowledged = new Set<string>();
+    /** When each acknowledged emergency was answered. */
+    const acknowledgedAt = new Map<string, number>();
+    /** Each SIGKILL, and when the server started after it answered /healthz. */
+    const kills: { at: number; healthyAt: number }[] = [];
     /** Idempotency-Key → the emergencyId its answers named (every answer of one key must name the same one). */
     const keyed = new Map<string, Set<string>>();
     let stop = false;
@@ -115,6 +119,7 @@ describe('crash safety of acknowledged declares', () => {
             const body = (await res.json()) as { emergencyId?: string };
             if (res.status === 201 && body.emergencyId) {
               acknowledged.add(body.emergencyId);
+              acknowledgedAt.set(body.emergencyId, Date.now());
               keyed.set(idempotencyKey, (keyed.get(idempotencyKey) ?? new Set()).add(body.emergencyId));
               break;
             }
@@ -140,7 +145,10 @@ describe('crash safety of acknowledged declares', () => {
             body: JSON.stringify({ externalId: `crash-${w}-${n}`, description: 'crash test' }),
           });
           const body = (await res.json()) as { emergencyId?: string };
-          if (res.status === 201 && body.emergencyId) acknowledged.add(body.emergencyId);
+          if (res.status === 201 && body.emergencyId) {
+            acknowledged.add(body.emergencyId);
+            acknowledgedAt.set(body.emergencyId, Date.now());
+          }
         } catch {
           // The server is down or died mid-request: the outcome is unknown, so it is not counted.
           await sleep(20);
@@ -152,6 +160,7 @@ describe('crash safety of acknowledged declares', () => {
     let committedBeforeKill: { idempotencyKey: string; emergencyId: string } | null = null;
     for (let k = 0; k < KILLS; k++) {
       server = await startService();
+      if (k > 0) kills[k - 1]!.healthyAt = Date.now();
       if (committedBeforeKill) {
         // The write answered just before the last SIGKILL is replayed, not written again.
         const retry = await declare({ description: committedBeforeKill.idempotencyKey }, { 'idempotency-key': committedBeforeKill.idempotencyKey });
@@ -166,11 +175,15 @@ describe('crash safety of acknowledged declares', () => {
       assert.equal(answered.status, 201);
       committedBeforeKill = { idempotencyKey, emergencyId: ((await answered.json()) as { emergencyId: string }).emergencyId };
       acknowledged.add(committedBeforeKill.emergencyId);
+      acknowledgedAt.set(committedBeforeKill.emergencyId, Date.now());
       keyed.set(idempotencyKey, new Set([committedBeforeKill.emergencyId]));
+      const killedAt = Date.now();
       await kill(server);
+      kills.push({ at: killedAt, healthyAt: Number.NaN });
       perKill.push(acknowledged.size - before);
     }
     server = await startService();
+    kills[KILLS - 1]!.healthyAt = Date.now();
     await sleep(500);
     stop = true;
     await Promise.all(writers);
@@ -218,5 +231,27 @@ describe('crash safety of acknowledged declares', () => {
       await sleep(500);
     }
     assert.deepEqual(undelivered, [], `acknowledged declares without a delivered webhook (of ${acknowledged.size}; ${attempts} attempts)`);
+
+    // Events acknowledged before a kill and not yet delivered then: their first attempt after the
+    // restart starts within seconds (the dead worker's claims are taken over), long before its lease
+    // (2 x WEBHOOK_TIMEOUT_SECONDS + 15 s = 19 s here) would have expired.
+    const firstArrival = new Map<string, number>();
+    for (const req of receiver.forPath('/hook')) {
+      const envelope = verify(secret, req);
+      if (envelope.eventType !== 'emergency.declared') continue;
+      firstArrival.set(envelope.emergencyId, Math.min(firstArrival.get(envelope.emergencyId) ?? Infinity, req.receivedAt));
+    }
+    const afterRestart: number[] = [];
+    for (const [id, ackAt] of acknowledgedAt) {
+      const kill = kills.find((k) => k.at >= ackAt);
+      const arrived = firstArrival.get(id);
+      if (!kill || arrived === undefined || arrived < kill.at) continue;
+      afterRestart.push(Math.max(0, arrived - kill.healthyAt));
+    }
+    afterRestart.sort((a, b) => a - b);
+    const p50 = afterRestart[Math.floor(afterRestart.length / 2)] ?? 0;
+    const max = afterRestart.at(-1) ?? 0;
+    console.log(`# first attempt after restart, ms from /healthz: n=${afterRestart.length} p50=${p50} max=${max}`);
+    assert.ok(max < 9_500, `a delivery waited ${max} ms after the restart: the dead worker's claims were not taken over`);
   });
 });

@@ -11,6 +11,8 @@ export interface ReceivedRequest {
   headers: Record<string, string>;
   body: string;
   json: any;
+  /** When it arrived (Date.now()). */
+  receivedAt: number;
 }
 
 /** Decides the answer to one request; the default answers 204. */
@@ -42,7 +44,7 @@ export async function startReceiver(): Promise<Receiver> {
     } catch {
       /* recorded as text */
     }
-    const received: ReceivedRequest = { path, headers: req.headers as Record<string, string>, body, json };
+    const received: ReceivedRequest = { path, headers: req.headers as Record<string, string>, body, json, receivedAt: Date.now() };
     requests.push(received);
     const index = counts.get(path) ?? 0;
     counts.set(path, index + 1);

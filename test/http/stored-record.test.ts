@@ -54,7 +54,7 @@ describe('stored emergency records', () => {
       ...(server.ctx.db.pgSchema ? { migrationTableSchema: server.ctx.db.pgSchema } : {}),
     });
     assert.equal((await migrator.migrateTo('0007_emergency_record')).error, undefined);
-    assert.deepEqual(await migrateToLatest(server.ctx.db), ['0008_records_only']);
+    assert.equal((await migrateToLatest(server.ctx.db))[0], '0008_records_only');
     const read = await api.get(`${path}/${declared.body.emergencyId}`);
     assert.equal(read.status, 200);
     assert.equal(read.body.description, 'changed by an older instance');
@@ -88,7 +88,7 @@ describe('stored emergency records', () => {
     });
     const down = await migrator.migrateTo('0006_lean_indexes');
     assert.equal(down.error, undefined);
-    assert.deepEqual(await migrateToLatest(server.ctx.db), ['0007_emergency_record', '0008_records_only']);
+    assert.deepEqual((await migrateToLatest(server.ctx.db)).slice(0, 2), ['0007_emergency_record', '0008_records_only']);
 
     const stored = await server.ctx.db.db.selectFrom('emergencies').select(['id', 'record', 'record_sequence', 'sequence']).where('org_id', '=', other.orgId).execute();
     assert.equal(stored.length, 2);

@@ -7,6 +7,7 @@ import * as leanIndexes from './0006_lean_indexes.js';
 import * as emergencyRecord from './0007_emergency_record.js';
 import * as recordsOnly from './0008_records_only.js';
 import * as idempotencyKeys from './0009_idempotency_keys.js';
+import * as deliveryWorkers from './0010_delivery_workers.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0007_emergency_record': emergencyRecord,
   '0008_records_only': recordsOnly,
   '0009_idempotency_keys': idempotencyKeys,
+  '0010_delivery_workers': deliveryWorkers,
 };

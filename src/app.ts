@@ -23,12 +23,18 @@ import { zodValidatorCompiler } from './http/validation.js';
 import { mcpRoutes } from './mcp/plugin.js';
 import { DeferredChildLogger } from './observability/deferred-logger.js';
 import { Metrics } from './observability/metrics.js';
+import { OutageLog } from './observability/outage-log.js';
 
 export const API_PREFIX = '/api/public/v1';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** /readyz answers within this time whatever the database does. */
+const READINESS_TIMEOUT_MS = 1000;
 
 export function createContext(config: Config): AppContext {
-  const db = openDatabase(config.DATABASE_URL);
+  const db = openDatabase(config.DATABASE_URL, {
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+    connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+  });
   const bus = new EventBus();
   // Every commit that advanced an org's stream wakes that stream's readers in this process.
   db.onCommitted((event) => bus.committed(event));
@@ -36,6 +42,7 @@ export function createContext(config: Config): AppContext {
     db,
     config,
     bus,
+    dbOutage: new OutageLog('the database'),
     metrics: new Metrics(),
     attachments: attachmentStoreFromConfig(config),
   };
@@ -85,7 +92,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
   // Only JSON bodies are accepted; text/plain would otherwise be parsed as a string.
   app.removeContentTypeParser('text/plain');
-  installErrorHandling(app, ctx.db);
+  if (app.log) ctx.dbOutage.attach(app.log);
+  installErrorHandling(app, ctx);
   // Callback-style hooks: an async hook costs a promise per request on every route.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -122,12 +130,26 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   );
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
-    try {
-      if (await migrationsApplied(ctx.db)) return { status: 'ready' };
-      return reply.code(503).send({ detail: { error: 'unavailable', message: 'Database migrations are not applied.' } });
-    } catch {
-      return reply.code(503).send({ detail: { error: 'unavailable', message: 'The database is not reachable.' } });
-    }
+    // Bounded: a database that hangs must not hang the probe (the check itself gives up on its own
+    // timeouts later; nothing waits for it here).
+    let timer: NodeJS.Timeout | undefined;
+    const tooSlow = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), READINESS_TIMEOUT_MS);
+    });
+    const check = migrationsApplied(ctx.db).then(
+      (applied) => (applied ? 'ready' : 'unmigrated'),
+      () => 'unreachable' as const,
+    );
+    const verdict = await Promise.race([check, tooSlow]);
+    clearTimeout(timer);
+    if (verdict === 'ready') return { status: 'ready' };
+    const message =
+      verdict === 'unmigrated'
+        ? 'Database migrations are not applied.'
+        : verdict === 'timeout'
+          ? `The database did not answer within ${READINESS_TIMEOUT_MS} ms.`
+          : 'The database is not reachable.';
+    return reply.code(503).header('retry-after', 2).send({ detail: { error: 'unavailable', message } });
   });
 
   await app.register(

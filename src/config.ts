@@ -17,6 +17,10 @@ const configSchema = z.object({
     .string()
     .regex(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, 'sqlite:PATH, sqlite::memory: or postgres://...')
     .default('sqlite:./data/emergency.db'),
+  /** A statement may run this long (PostgreSQL), or a write wait this long for a lock (SQLite), before a 503. */
+  DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+  /** Getting a PostgreSQL connection (from the pool, connecting included) may take this long before a 503. */
+  DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
   ATTACHMENT_STORE: z.string().regex(/^(file:.+|s3:\/\/.+)$/, 'file:PATH or s3://bucket/prefix').default('file:./data/attachments'),
   ATTACHMENT_PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   // S3-compatible stores other than AWS (MinIO, R2, a local test server) need an endpoint; credentials

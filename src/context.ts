@@ -3,6 +3,7 @@ import type { DbHandle } from './db/connect.js';
 import type { AttachmentStore } from './domain/attachments/store.js';
 import type { EventBus } from './domain/events/bus.js';
 import type { Metrics } from './observability/metrics.js';
+import type { OutageLog } from './observability/outage-log.js';
 
 /** What every service needs: the database, the configuration, the committed-event wake-up, the metrics and the media store. */
 export interface AppContext {
@@ -12,4 +13,6 @@ export interface AppContext {
   metrics: Metrics;
   /** Where inline attachment bytes are kept (ATTACHMENT_STORE); replaceable, e.g. by a failing store in tests. */
   attachments: AttachmentStore;
+  /** Database failures that mean "unavailable": logged once per outage by every part of the process. */
+  dbOutage: OutageLog;
 }

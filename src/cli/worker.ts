@@ -36,6 +36,7 @@ export const workerCommands: Record<string, CliCommand> = {
       const logger = pino({ name: 'webhook-worker', level: config.LOG_LEVEL }, pino.destination(2));
       const reportFailure: FailureReport = (err, consequence) => logger.error(describeError(err), consequence);
       ctx.db.reportFailures(reportFailure);
+      ctx.dbOutage.attach(logger);
       const dispatcher = new Dispatcher(ctx, { ...options, logger });
       // On PostgreSQL, NOTIFYs from the instances that write events wake this worker at once.
       const stopListener = startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure);

@@ -1,12 +1,12 @@
-import type { DbHandle } from './handle.js';
+import { type DatabaseTimeouts, type DbHandle, DEFAULT_TIMEOUTS } from './handle.js';
 import { openPostgres } from './postgres/open.js';
 import { openSqlite } from './sqlite/open.js';
 import type { UnitOfWork } from './unit-of-work.js';
 
-export type { DbHandle, Dialect, FailureReport, SqliteStatements } from './handle.js';
+export type { DatabaseTimeouts, DbHandle, Dialect, FailureReport, SqliteStatements } from './handle.js';
 
-export function openDatabase(url: string): DbHandle {
-  return url.startsWith('sqlite:') ? openSqlite(url.slice('sqlite:'.length)) : openPostgres(url);
+export function openDatabase(url: string, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS): DbHandle {
+  return url.startsWith('sqlite:') ? openSqlite(url.slice('sqlite:'.length), timeouts) : openPostgres(url, timeouts);
 }
 
 /** A transaction of a service: see UnitOfWork. */

@@ -5,6 +5,16 @@ import type { CommittedEvent, UnitOfWork, Writes } from './unit-of-work.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
+/** How long the database may keep a caller waiting before the call fails (and the request gets a 503). */
+export interface DatabaseTimeouts {
+  /** A statement (PostgreSQL, enforced by the server and by the client for a server that stops answering), or a lock wait (SQLite). */
+  statementTimeoutMs: number;
+  /** Getting a connection from the pool, connecting included (PostgreSQL). */
+  connectTimeoutMs: number;
+}
+
+export const DEFAULT_TIMEOUTS: DatabaseTimeouts = { statementTimeoutMs: 5000, connectTimeoutMs: 2000 };
+
 /** A failure the database handle survived, with what it did about it. */
 export type FailureReport = (err: Error, consequence: string) => void;
 

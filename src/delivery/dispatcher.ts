@@ -3,6 +3,7 @@ import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import type { AppContext } from '../context.js';
 import { inTransaction } from '../db/connect.js';
+import { isDatabaseUnavailable } from '../db/unavailable.js';
 import type { WebhookSubscriptionTable } from '../db/types.js';
 import { nowIso } from '../domain/shared/ids.js';
 import { signingSecrets } from '../domain/webhooks/schema.js';
@@ -187,7 +188,9 @@ export class Dispatcher {
         await this.claimAndSend();
       } catch (err) {
         // A database hiccup: the poll tries again; nothing is lost because nothing was acknowledged.
-        this.log.error(describeError(err), 'webhook dispatcher round failed');
+        // An outage is logged once for its whole length, not once a round.
+        if (isDatabaseUnavailable(err)) this.ctx.dbOutage.failed(err);
+        else this.log.error(describeError(err), 'webhook dispatcher round failed');
         return;
       }
     } while (this.pumpAgain && !this.stopped);

@@ -1,7 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import type { DbHandle } from '../db/connect.js';
+import type { AppContext } from '../context.js';
 import { IdempotencyKeyTaken } from '../db/idempotency.js';
+import { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable, isDatabaseUnavailable } from '../db/unavailable.js';
 import { replayTakenKey } from '../edge/idempotency.js';
 import { AppError, type ErrorCode, FieldValidationError } from '../errors.js';
 import { fieldIssuesOf, RequestPartError, toFieldIssues } from '../edge/field-issues.js';
@@ -21,7 +22,8 @@ function sendAppError(reply: FastifyReply, err: AppError) {
 }
 
 /** The one place where every failure becomes an HTTP response; 5xx bodies never carry internals. */
-export function installErrorHandling(app: FastifyInstance, db: DbHandle): void {
+export function installErrorHandling(app: FastifyInstance, ctx: Pick<AppContext, 'db' | 'dbOutage'>): void {
+  const { db } = ctx;
   app.setErrorHandler((error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply) => {
     if (error instanceof IdempotencyKeyTaken) {
       // Another request with the key committed first; this one was rolled back whole: send that answer.
@@ -50,6 +52,12 @@ export function installErrorHandling(app: FastifyInstance, db: DbHandle): void {
     if (status !== undefined && status >= 400 && status < 500) {
       const code = CLIENT_ERROR_CODES[status] ?? 'bad_request';
       return reply.code(status).send({ detail: { error: code, message: 'The request could not be read.' } });
+    }
+    if (isDatabaseUnavailable(error)) {
+      // Logged once per outage, not per request (see OutageLog); the client is told when to come back.
+      ctx.dbOutage.failed(error);
+      reply.header('retry-after', DATABASE_RETRY_AFTER_SECONDS);
+      return sendAppError(reply, databaseUnavailable());
     }
     request.log.error({ err: error }, 'unhandled error');
     const message =

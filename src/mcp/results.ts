@@ -2,7 +2,9 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { AppError, type ErrorCode, FieldValidationError, type FieldIssue, errorStatus } from '../errors.js';
+import { databaseUnavailable, isDatabaseUnavailable } from '../db/unavailable.js';
 import { toFieldIssues } from '../edge/field-issues.js';
+import type { OutageLog } from '../observability/outage-log.js';
 
 /** What a failed tool call carries, as JSON in `content[0].text`: the REST status and code, and how to recover. */
 export interface ToolErrorPayload {
@@ -23,8 +25,13 @@ export function toolSuccess(value: object): CallToolResult {
  * `outputSchema` even on `isError` results, so a structured error would make them throw instead of
  * showing the agent what went wrong.
  */
-export function toolFailure(err: unknown, log: FastifyBaseLogger, tool: string): { result: CallToolResult; payload: ToolErrorPayload } {
-  const payload = failurePayload(err, log, tool);
+export function toolFailure(
+  err: unknown,
+  log: FastifyBaseLogger,
+  tool: string,
+  outage?: OutageLog,
+): { result: CallToolResult; payload: ToolErrorPayload } {
+  const payload = failurePayload(err, log, tool, outage);
   return { result: { isError: true, content: [{ type: 'text', text: JSON.stringify(payload) }] }, payload };
 }
 
@@ -39,12 +46,18 @@ const RECOVERY: Partial<Record<ErrorCode, string>> = {
   unavailable: 'A dependency is unavailable; the outcome of a write is unknown, so read before retrying.',
 };
 
-function failurePayload(err: unknown, log: FastifyBaseLogger, tool: string): ToolErrorPayload {
+function failurePayload(err: unknown, log: FastifyBaseLogger, tool: string, outage?: OutageLog): ToolErrorPayload {
   if (err instanceof FieldValidationError) return invalidArguments(err.issues.map(toArgumentIssue), tool);
   if (err instanceof z.ZodError) return invalidArguments(argumentIssues(err.issues), tool);
   if (err instanceof AppError) {
     const hint = RECOVERY[err.code];
     return { status: err.status, ...err.toDetail(), error: err.code, message: hint ? `${err.message} ${hint}` : err.message };
+  }
+  if (isDatabaseUnavailable(err)) {
+    // Logged once per outage (see OutageLog), not per call.
+    outage?.failed(err);
+    const unavailable = databaseUnavailable();
+    return { status: unavailable.status, error: unavailable.code, message: unavailable.message };
   }
   log.error({ err, tool }, 'tool call failed');
   return {

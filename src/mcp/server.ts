@@ -116,7 +116,7 @@ export function createToolServer(ctx: AppContext, log: FastifyBaseLogger): McpSe
           log.info({ reqId: caller.requestId, tool: tool.name }, 'tool call succeeded');
           return result;
         } catch (err) {
-          const { result, payload } = toolFailure(err, log, tool.name);
+          const { result, payload } = toolFailure(err, log, tool.name, ctx.dbOutage);
           log.info({ reqId: caller.requestId, tool: tool.name, status: payload.status, error: payload.error }, 'tool call failed');
           return result;
         }

@@ -1,6 +1,6 @@
 import { Kysely } from 'kysely';
 import type pg from 'pg';
-import type { DbHandle, FailureReport } from '../handle.js';
+import type { DatabaseTimeouts, DbHandle, FailureReport } from '../handle.js';
 import { currentIdempotencyScope, IdempotencyKeyTaken, idempotencyRow, isIdempotencyKeyConflict } from '../idempotency.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
 import { type CommittedEvent, type UnitOfWork, type Writes, WriteSet } from '../unit-of-work.js';
@@ -29,16 +29,29 @@ function replay(from: WriteSet, into: Writes): void {
 }
 
 /** PostgreSQL: a pool of connections; several instances may share the database. */
-export function openPostgres(url: string): DbHandle {
+export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle {
   const parsed = new URL(url);
   // `?schema=NAME` selects a PostgreSQL schema (created on first use); tests use it to isolate runs.
   const schema = parsed.searchParams.get('schema');
   parsed.searchParams.delete('schema');
-  const clientConfig: pg.ClientConfig = { connectionString: parsed.toString() };
+  // The server ends a statement that runs too long (statement_timeout) and a transaction left idle
+  // (a client that died mid-transaction must not hold its locks); the client gives up on a server that
+  // stops answering altogether (query_timeout: a frozen or unreachable server never sends the error).
+  const settings = [
+    `-c statement_timeout=${timeouts.statementTimeoutMs}`,
+    `-c idle_in_transaction_session_timeout=${Math.max(10_000, 4 * timeouts.statementTimeoutMs)}`,
+  ];
   if (schema) {
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error('DATABASE_URL schema must be a lowercase identifier');
-    clientConfig.options = `-c search_path=${schema}`;
+    settings.push(`-c search_path=${schema}`);
   }
+  const clientConfig: pg.ClientConfig = {
+    connectionString: parsed.toString(),
+    options: settings.join(' '),
+    connectionTimeoutMillis: timeouts.connectTimeoutMs,
+    query_timeout: timeouts.statementTimeoutMs + 1000,
+    keepAlive: true,
+  };
   const pool = new (pgDriver().Pool)({ ...clientConfig, max: 10 });
   // An idle connection of the pool can end under it (PostgreSQL restarts, an administrator or an idle
   // timeout on the way ends it): the pool drops it and emits 'error'. Unheard, that event would end

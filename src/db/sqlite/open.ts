@@ -11,7 +11,7 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
-import type { DbHandle, FailureReport, } from '../handle.js';
+import type { DatabaseTimeouts, DbHandle, FailureReport } from '../handle.js';
 import type { Database } from '../types.js';
 import type { CommittedEvent } from '../unit-of-work.js';
 import { startSqliteCheckpointer } from './checkpointer.js';
@@ -70,12 +70,14 @@ class ImmediateSqliteDialect extends SqliteDialect {
 }
 
 /** The embedded database: one connection, WAL, every transaction through group commit. */
-export function openSqlite(path: string): DbHandle {
+export function openSqlite(path: string, timeouts: DatabaseTimeouts): DbHandle {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const sqlite = new BetterSqlite3(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
-  sqlite.pragma('busy_timeout = 10000');
+  // How long a write waits for another process's write lock (the admin CLI, a checkpoint) before it
+  // fails with SQLITE_BUSY, which the service answers with 503.
+  sqlite.pragma(`busy_timeout = ${Math.round(timeouts.statementTimeoutMs)}`);
   sqlite.pragma('foreign_keys = ON');
   // Group commit runs every transaction of a batch under a savepoint, whose undo journal SQLite
   // otherwise keeps in a temporary file: in memory, a declare's savepoint costs half as much.

@@ -1,0 +1,53 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+
+const BIN = resolve(import.meta.dirname, '../../bin/emergency-api.js');
+
+export interface ChildServer {
+  url: string;
+  /** Every log line the server wrote on stdout, parsed ({raw} when not JSON). */
+  lines: any[];
+  child: ChildProcess;
+  kill(): Promise<void>;
+}
+
+/** `emergency-api serve` as a child process on a random port, its JSON log lines collected. */
+export async function spawnServer(env: Record<string, string>): Promise<ChildServer> {
+  const lines: any[] = [];
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_PER_KEY: '1000', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      try {
+        lines.push(JSON.parse(line));
+      } catch {
+        lines.push({ raw: line });
+      }
+    }
+  });
+  let url = '';
+  const deadline = Date.now() + 30_000;
+  while (!url && Date.now() < deadline && child.exitCode === null) {
+    const listening = lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening at http://127.0.0.1'));
+    if (listening) url = listening.msg.slice('Server listening at '.length);
+    else await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.ok(url, 'server started');
+  return {
+    url,
+    lines,
+    child,
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
+      await new Promise((r) => child.once('exit', r));
+    },
+  };
+}

@@ -29,6 +29,8 @@ const configSchema = z.object({
   ATTACHMENT_S3_REGION: z.string().regex(/^[a-z0-9-]{1,32}$/, 'an AWS region name, e.g. eu-west-1').default('us-east-1'),
   /** Path-style addressing (endpoint/bucket/key); defaults to on when ATTACHMENT_S3_ENDPOINT is set. */
   ATTACHMENT_S3_FORCE_PATH_STYLE: z.enum(['true', 'false', '1', '0']).optional().transform((v) => (v === undefined ? undefined : v === 'true' || v === '1')),
+  /** Message bodies over 1 MiB received at once; beyond it 503 unavailable with Retry-After. */
+  MAX_CONCURRENT_LARGE_BODIES: z.coerce.number().int().min(1).max(1000).default(4),
   MESSAGE_DEDUPE_WINDOW_SECONDS: z.coerce.number().int().min(0).max(7 * 24 * 3600).default(600),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag,
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 36000]),

@@ -17,26 +17,39 @@ const BASE64_BODY = /^[A-Za-z0-9+/]*={0,2}$/;
 const BASE64URL_BODY = /^[A-Za-z0-9_-]*={0,2}$/;
 const WHITESPACE = /[\t\n\r ]/g;
 
+/** The text without line breaks and spaces; the same string (no copy) when it has none. */
+const withoutWhitespace = (text: string): string => (/[\t\n\r ]/.test(text) ? text.replace(WHITESPACE, '') : text);
+
 /** Rough decoded size of a base64 text, to refuse oversized input before allocating for it. */
 function decodedSizeOf(text: string): number {
   return Math.floor((text.length * 3) / 4);
 }
 
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+const URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
 /**
  * Strict base64: the standard or the URL-safe alphabet (not mixed), optional line breaks, padding
  * either absent or exact, and no stray bits in the last character. Node's own decoder silently skips
- * invalid characters, so the text is checked first and the result re-encoded to compare.
+ * invalid characters, so the text is checked first, by scanning it: no copy of a text that may be
+ * megabytes long is made (only when it has line breaks to drop).
  */
 export function decodeBase64Strict(raw: string): Buffer | null {
-  const text = raw.replace(WHITESPACE, '');
+  const text = withoutWhitespace(raw);
   const urlSafe = /[-_]/.test(text);
   if (!(urlSafe ? BASE64URL_BODY : BASE64_BODY).test(text)) return null;
-  const unpadded = text.replace(/=+$/, '');
-  if (unpadded.length % 4 === 1) return null;
-  if (text.length !== unpadded.length && text.length % 4 !== 0) return null;
-  const bytes = Buffer.from(unpadded, urlSafe ? 'base64url' : 'base64');
-  const again = bytes.toString(urlSafe ? 'base64url' : 'base64').replace(/=+$/, '');
-  return again === unpadded ? bytes : null;
+  let end = text.length;
+  while (end > 0 && text.charCodeAt(end - 1) === 0x3d) end--;
+  const padding = text.length - end;
+  if (end % 4 === 1) return null;
+  if (padding > 0 && text.length % 4 !== 0) return null;
+  // The last character of a partial group carries bits past the data; they must be zero.
+  if (end % 4 !== 0) {
+    const strayBits = end % 4 === 2 ? 4 : 2;
+    const last = (urlSafe ? URL_ALPHABET : ALPHABET).indexOf(text[end - 1]!);
+    if (last & ((1 << strayBits) - 1)) return null;
+  }
+  return Buffer.from(text, urlSafe ? 'base64url' : 'base64');
 }
 
 // RFC 2397: data:[<mediatype>][;base64],<data>; the media type may carry parameters.
@@ -53,7 +66,7 @@ export function decodeInline(src: string, index: number): DecodedInline {
     if (!match) throw attachmentRejection('invalid_data_uri', 'The data URI header is malformed; expected data:<type>[;base64],<data>.', index);
     const body = src.slice(comma + 1);
     if (match[1]) {
-      if (decodedSizeOf(body.replace(WHITESPACE, '')) > MAX_INLINE_BYTES + 3) throw tooLarge(index);
+      if (decodedSizeOf(withoutWhitespace(body)) > MAX_INLINE_BYTES + 3) throw tooLarge(index);
       const bytes = decodeBase64Strict(body);
       if (!bytes) throw attachmentRejection('invalid_base64', 'The data URI carries invalid base64.', index);
       return { bytes: checked(bytes, index), source: 'data_uri' };
@@ -63,7 +76,7 @@ export function decodeInline(src: string, index: number): DecodedInline {
     if (!bytes) throw attachmentRejection('invalid_data_uri', 'The data URI carries malformed percent-encoding.', index);
     return { bytes: checked(bytes, index), source: 'data_uri' };
   }
-  if (decodedSizeOf(src.replace(WHITESPACE, '')) > MAX_INLINE_BYTES + 3) throw tooLarge(index);
+  if (decodedSizeOf(withoutWhitespace(src)) > MAX_INLINE_BYTES + 3) throw tooLarge(index);
   const bytes = decodeBase64Strict(src);
   if (!bytes) throw attachmentRejection('invalid_base64', 'The attachment is neither an https:// link, a data: URI nor valid base64.', index);
   return { bytes: checked(bytes, index), source: 'base64' };

@@ -37,7 +37,12 @@ export async function postMessage(
   }
 
   const prepared: PreparedAttachment[] = [];
-  for (const [index, spec] of input.attachments.entries()) prepared.push(await prepareAttachment(spec, index));
+  for (const [index, spec] of input.attachments.entries()) {
+    prepared.push(await prepareAttachment(spec, index));
+    // The text of inline media (megabytes of base64) is not needed once decoded: let it go now
+    // rather than when the request ends, so a large post never holds its text and its bytes at once.
+    spec.src = '';
+  }
 
   const dedupeKey = dedupeKeyOf(ctx, emergencyId, input, prepared);
   if (dedupeKey) {

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
@@ -10,6 +10,8 @@ import { AppError } from '../../errors.js';
 import { callerOf } from '../../edge/auth.js';
 import { idempotencyHeaders } from '../../edge/idempotency.js';
 import { errorResponses, validationErrorResponse } from '../error-schemas.js';
+import { largeBodyGate } from '../large-bodies.js';
+import { parseLargeJson, readBody } from '../large-json.js';
 import { emergencyPath } from './params.js';
 
 /** Request bodies of this route carry inline media, so it alone accepts up to 64 MiB. */
@@ -55,12 +57,35 @@ const description = [
   '**503** `unavailable`: the attachment store failed; no message was created, retrying is safe.',
 ].join('\n');
 
+/** The framework's JSON parser (prototype-poisoning checks included), called synchronously on a text. */
+function parseJsonText(parse: ReturnType<FastifyInstance['getDefaultJsonParser']>, request: FastifyRequest, text: string): unknown {
+  let out: { err: Error | null; value?: unknown } = { err: null };
+  parse(request, text, (err: Error | null, value?: unknown) => {
+    out = { err, value };
+  });
+  if (out.err) throw out.err;
+  return out.value;
+}
+
 export const messageRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
   async (app) => {
+    // This plugin's scope only: large bodies are parsed without holding them several times over.
+    const parseSmall = app.getDefaultJsonParser('error', 'error');
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', (request, payload, done) => {
+      readBody(payload, request.headers['content-length'], MESSAGE_BODY_LIMIT).then((body) => {
+        try {
+          done(null, parseLargeJson(body, (text) => parseJsonText(parseSmall, request, text)));
+        } catch (err) {
+          done(err as Error, undefined);
+        }
+      }, done);
+    });
     const r = app.withTypeProvider<ZodTypeProvider>();
     r.post('/orgs/:org_id/emergencies/:emergency_id/messages', {
       bodyLimit: MESSAGE_BODY_LIMIT,
+      onRequest: largeBodyGate(ctx.config.MAX_CONCURRENT_LARGE_BODIES),
       // A deduplicated post (the original message answered again) made no write: nothing is stored.
       config: {
         idempotentAnswer: (value) => {

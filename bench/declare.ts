@@ -33,6 +33,22 @@ const service = await startProcess([BIN, 'serve'], env, 'http://127.0.0.1:18102/
 const base = `http://127.0.0.1:18102/api/public/v1/orgs/${demo.orgId}/emergencies`;
 const headers = { authorization: `Bearer ${demo.key}`, 'content-type': 'application/json' };
 results.push(await load('service: POST declare', { url: base, method: 'POST', headers, body: declareBody }, service));
+// The same declare with an Idempotency-Key on every request (a new key each time): the stored answer
+// is one more row written in the declare's own transaction.
+let keyNumber = 0;
+results.push(
+  await load(
+    'service: POST declare + Idempotency-Key',
+    {
+      url: base,
+      method: 'POST',
+      headers,
+      body: declareBody,
+      requests: [{ setupRequest: (request) => ({ ...request, headers: { ...request.headers, 'idempotency-key': `bench-${process.pid}-${keyNumber++}` } }) }],
+    },
+    service,
+  ),
+);
 const one = await (await fetch(base, { method: 'POST', headers, body: declareBody })).json();
 results.push(await load('service: GET emergency', { url: `${base}/${one.emergencyId}`, headers: { authorization: headers.authorization } }, service));
 await stopProcess(service);
@@ -45,9 +61,11 @@ if (postgresUrl) {
 
 const ratios: [string, string, string][] = [
   ['declare / baseline two-insert', 'service: POST declare', 'baseline: fastify + 2 sqlite inserts'],
+  ['declare with Idempotency-Key / declare', 'service: POST declare + Idempotency-Key', 'service: POST declare'],
   ['GET emergency / baseline echo', 'service: GET emergency', 'baseline: fastify JSON echo'],
 ];
 if (postgresUrl) ratios[0] = ['declare / baseline pg two-insert', 'service: POST declare', 'baseline: fastify + 2 pg inserts'];
+
 console.log(`database: ${postgresUrl ? 'postgresql' : 'sqlite'}, ${process.env.BENCH_CONNECTIONS ?? 50} connections, ${process.env.BENCH_DURATION ?? 10} s each`);
 printTable(results, ratios);
 writeJson(process.env.BENCH_JSON, results, ratios);

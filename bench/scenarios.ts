@@ -86,7 +86,8 @@ export const scenarios: Scenario[] = [
     timeoutSeconds: (o) => 120 + 8 * (o.duration + 2),
     rows(raw, o) {
       const results = findLoadResults(raw);
-      const declare = find(results, (n) => !isBaseline(n) && /declare/i.test(n));
+      const declare = find(results, (n) => !isBaseline(n) && /declare/i.test(n) && !/idempotency/i.test(n));
+      const keyed = find(results, (n) => !isBaseline(n) && /idempotency/i.test(n));
       const get = find(results, (n) => !isBaseline(n) && /\bGET\b/.test(n) && !/list/i.test(n));
       const twoInsert = find(results, (n) => isBaseline(n) && /insert/i.test(n) && !isPg(n));
       const echo = find(results, (n) => isBaseline(n) && /echo/i.test(n));
@@ -101,6 +102,7 @@ export const scenarios: Scenario[] = [
       // The GET target belongs to the embedded default, like the declare target it sits next to; on
       // PostgreSQL only declare has one. The PostgreSQL ratio is reported for information.
       rows.push(throughput('GET emergency vs bare echo', get, echo, o.database === 'sqlite' ? atLeast(0.5) : undefined));
+      rows.push(throughput('POST declare with Idempotency-Key vs plain declare', keyed, declare));
       return rows;
     },
   },
@@ -219,6 +221,26 @@ export const scenarios: Scenario[] = [
           note: `${raw.service.load.requestsPerSec} req/s`,
           invalid,
         },
+      ];
+    },
+  },
+  {
+    id: 'large-messages',
+    file: 'bench/large-messages.ts',
+    output: 'bench-json',
+    timeoutSeconds: () => 240,
+    rows(raw) {
+      return [
+        {
+          metric: 'service RSS peak, eight 53 MiB message posts at once',
+          value: raw.many.peakMB,
+          unit: 'MB',
+          baseline: raw.one.peakMB,
+          baselineLabel: 'one post alone',
+          target: below(600),
+          note: `answers ${JSON.stringify(raw.many.statuses)}`,
+        },
+        { metric: 'service RSS 10 s after the eight posts', value: raw.many.afterMB, unit: 'MB', target: below(200) },
       ];
     },
   },

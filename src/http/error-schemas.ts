@@ -31,10 +31,16 @@ export function errorResponses(extra: Partial<Record<404 | 409 | 413 | 415, stri
   const out: Record<number, z.ZodType> = {
     401: described(errorResponse, 'unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer).'),
     403: described(errorResponse, 'org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write).'),
-    422: described(validationErrorResponse, 'Validation failure.'),
+    422: described(
+      z.union([validationErrorResponse, errorResponse]),
+      'Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse).',
+    ),
     429: described(errorResponse, 'rate_limited: per-key rate limit exceeded; see Retry-After.'),
     500: described(errorResponse, 'internal: the outcome of a write is unknown; read before retrying.'),
-    503: described(errorResponse, 'unavailable: the outcome of a write is unknown; read before retrying.'),
+    503: described(
+      errorResponse,
+      'unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key).',
+    ),
   };
   for (const [status, text] of Object.entries(extra)) out[Number(status)] = described(errorResponse, text);
   return out;

@@ -9,18 +9,44 @@ import pg from 'pg';
 import { BIN, cli, load, printTable, ROOT, type Result, startProcess, stopProcess, tempSqliteUrl, writeJson } from './lib/harness.js';
 
 const results: Result[] = [];
-const declareBody = JSON.stringify({ categoryName: 'Fire', description: 'Smoke on floor 2', source: 'bench', location: { latitude: 48.85, longitude: 2.35, floorId: 'F2' } });
+const declareBody = JSON.stringify({
+  categoryName: 'Fire',
+  description: 'Smoke on floor 2',
+  source: 'bench',
+  location: { latitude: 48.85, longitude: 2.35, floorId: 'F2' },
+});
 const postgresUrl = process.env.DATABASE_URL?.startsWith('postgres') ? process.env.DATABASE_URL : undefined;
 
 const baselineDb = tempSqliteUrl().slice('sqlite:'.length);
-const baseline = await startProcess(['--import', 'tsx', join(ROOT, 'bench/baselines/fastify-sqlite.ts')], { PORT: '18101', BASELINE_DB: baselineDb }, 'http://127.0.0.1:18101/health');
-if (!postgresUrl) results.push(await load('baseline: fastify + 2 sqlite inserts', { url: 'http://127.0.0.1:18101/insert', method: 'POST', headers: { 'content-type': 'application/json' }, body: declareBody }, baseline));
+const baseline = await startProcess(
+  ['--import', 'tsx', join(ROOT, 'bench/baselines/fastify-sqlite.ts')],
+  { PORT: '18101', BASELINE_DB: baselineDb },
+  'http://127.0.0.1:18101/health',
+);
+if (!postgresUrl)
+  results.push(
+    await load(
+      'baseline: fastify + 2 sqlite inserts',
+      { url: 'http://127.0.0.1:18101/insert', method: 'POST', headers: { 'content-type': 'application/json' }, body: declareBody },
+      baseline,
+    ),
+  );
 results.push(await load('baseline: fastify JSON echo', { url: 'http://127.0.0.1:18101/echo' }, baseline));
 await stopProcess(baseline);
 
 if (postgresUrl) {
-  const pgBaseline = await startProcess(['--import', 'tsx', join(ROOT, 'bench/baselines/pg-insert.ts')], { PORT: '18103', BASELINE_PG_URL: postgresUrl }, 'http://127.0.0.1:18103/health');
-  results.push(await load('baseline: fastify + 2 pg inserts', { url: 'http://127.0.0.1:18103/insert', method: 'POST', headers: { 'content-type': 'application/json' }, body: declareBody }, pgBaseline));
+  const pgBaseline = await startProcess(
+    ['--import', 'tsx', join(ROOT, 'bench/baselines/pg-insert.ts')],
+    { PORT: '18103', BASELINE_PG_URL: postgresUrl },
+    'http://127.0.0.1:18103/health',
+  );
+  results.push(
+    await load(
+      'baseline: fastify + 2 pg inserts',
+      { url: 'http://127.0.0.1:18103/insert', method: 'POST', headers: { 'content-type': 'application/json' }, body: declareBody },
+      pgBaseline,
+    ),
+  );
   await stopProcess(pgBaseline);
 }
 
@@ -66,6 +92,8 @@ const ratios: [string, string, string][] = [
 ];
 if (postgresUrl) ratios[0] = ['declare / baseline pg two-insert', 'service: POST declare', 'baseline: fastify + 2 pg inserts'];
 
-console.log(`database: ${postgresUrl ? 'postgresql' : 'sqlite'}, ${process.env.BENCH_CONNECTIONS ?? 50} connections, ${process.env.BENCH_DURATION ?? 10} s each`);
+console.log(
+  `database: ${postgresUrl ? 'postgresql' : 'sqlite'}, ${process.env.BENCH_CONNECTIONS ?? 50} connections, ${process.env.BENCH_DURATION ?? 10} s each`,
+);
 printTable(results, ratios);
 writeJson(process.env.BENCH_JSON, results, ratios);

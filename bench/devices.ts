@@ -50,10 +50,14 @@ const BIN = fileURLToPath(new URL('../bin/emergency-api.js', import.meta.url));
 const needed = (PARTS.includes('idle') ? IDLE_DEVICES : LATENCY_DEVICES) + 1_000;
 const softLimit = Number(execSync('ulimit -n', { shell: '/bin/bash' }).toString().trim()) || 0;
 if (softLimit < needed && !process.env.BENCH_REEXEC) {
-  const result = spawnSync('/bin/bash', ['-c', `ulimit -n ${needed} 2>/dev/null || ulimit -n $(ulimit -Hn); exec "$@"`, 'bash', process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
-    stdio: 'inherit',
-    env: { ...process.env, BENCH_REEXEC: '1' },
-  });
+  const result = spawnSync(
+    '/bin/bash',
+    ['-c', `ulimit -n ${needed} 2>/dev/null || ulimit -n $(ulimit -Hn); exec "$@"`, 'bash', process.execPath, ...process.execArgv, ...process.argv.slice(1)],
+    {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_REEXEC: '1' },
+    },
+  );
   process.exit(result.status ?? 1);
 }
 
@@ -263,7 +267,11 @@ function declare(base: string, orgId: string, key: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(
       url,
-      { method: 'POST', agent, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(DECLARE_BODY) } },
+      {
+        method: 'POST',
+        agent,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(DECLARE_BODY) },
+      },
       (res) => {
         res.resume();
         res.once('end', () => (res.statusCode === 201 ? resolve(monotonicMs()) : reject(new Error(`declare failed: ${res.statusCode}`))));
@@ -348,7 +356,9 @@ async function main() {
       // The server's own view (its /metrics histogram): from the commit until the frame has been
       // written to all of the org's sockets. Bucket bounds, not exact values.
       const serverSide = { p50AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.5), p99AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.99) };
-      console.log(`  server side, commit → written to all ${LATENCY_DEVICES} sockets: p50 <= ${serverSide.p50AtMostMs} ms, p99 <= ${serverSide.p99AtMostMs} ms (histogram buckets)`);
+      console.log(
+        `  server side, commit → written to all ${LATENCY_DEVICES} sockets: p50 <= ${serverSide.p50AtMostMs} ms, p99 <= ${serverSide.p99AtMostMs} ms (histogram buckets)`,
+      );
       report.latency = {
         devices: LATENCY_DEVICES,
         declares: DECLARES,
@@ -362,7 +372,9 @@ async function main() {
         serverCommitToAllWrittenMs: serverSide,
         missing: many.missing,
       };
-      console.log(`  p99 target < 5 ms (arrival): ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); ${(all.p99 / floors.node!.arrived.p99).toFixed(2)}x the bare node:net fan-out's p99, ${(all.p99 / floors.c2!.arrived.p99).toFixed(2)}x the 2-thread C floor's; read by the co-located readers: p99 ${fmt(allRead.p99)}`);
+      console.log(
+        `  p99 target < 5 ms (arrival): ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); ${(all.p99 / floors.node!.arrived.p99).toFixed(2)}x the bare node:net fan-out's p99, ${(all.p99 / floors.c2!.arrived.p99).toFixed(2)}x the 2-thread C floor's; read by the co-located readers: p99 ${fmt(allRead.p99)}`,
+      );
     } finally {
       await server.stop();
       await ctx.db.close();
@@ -387,7 +399,9 @@ async function main() {
       const perDevice = (after - before) / IDLE_DEVICES;
       console.log(`\n${IDLE_DEVICES} idle devices connected in ${connectSeconds.toFixed(1)} s`);
       console.log(`  server RSS before ${(before / 2 ** 20).toFixed(1)} MiB, with devices ${(after / 2 ** 20).toFixed(1)} MiB`);
-      console.log(`  ${(perDevice / 1024).toFixed(1)} KiB per device → ${Math.floor(2 ** 30 / perDevice).toLocaleString('en-US')} idle devices per GiB (target >= 20,000: ${2 ** 30 / perDevice >= 20_000 ? 'met' : 'NOT met'})`);
+      console.log(
+        `  ${(perDevice / 1024).toFixed(1)} KiB per device → ${Math.floor(2 ** 30 / perDevice).toLocaleString('en-US')} idle devices per GiB (target >= 20,000: ${2 ** 30 / perDevice >= 20_000 ? 'met' : 'NOT met'})`,
+      );
       report.idle = { devices: IDLE_DEVICES, rssBeforeMiB: before / 2 ** 20, rssAfterMiB: after / 2 ** 20, devicesPerGiB: Math.floor(2 ** 30 / perDevice) };
       for (const close of sockets) close();
     } finally {

@@ -28,22 +28,29 @@ function pngOf(size: number): Buffer {
 }
 
 function messageBody(): Buffer {
-  const attachments = Array.from({ length: 5 }, (_, i) => ({ src: `data:image/png;base64,${pngOf(ATTACHMENT_BYTES).toString('base64')}`, caption: `frame ${i}` }));
+  const attachments = Array.from({ length: 5 }, (_, i) => ({
+    src: `data:image/png;base64,${pngOf(ATTACHMENT_BYTES).toString('base64')}`,
+    caption: `frame ${i}`,
+  }));
   return Buffer.from(JSON.stringify({ content: 'camera frames', author: { type: 'agent', name: 'bench' }, attachments }));
 }
 
 function post(url: URL, key: string, body: Buffer): Promise<number> {
   return new Promise((resolve) => {
-    const req = request(url, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length } }, (res) => {
-      let text = '';
-      res.on('data', (chunk: Buffer) => {
-        if (text.length < 300) text += chunk.toString();
-      });
-      res.on('end', () => {
-        if (res.statusCode !== 201 && res.statusCode !== 503) console.error(`answer ${res.statusCode}: ${text.slice(0, 300)}`);
-        resolve(res.statusCode ?? 0);
-      });
-    });
+    const req = request(
+      url,
+      { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': body.length } },
+      (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => {
+          if (text.length < 300) text += chunk.toString();
+        });
+        res.on('end', () => {
+          if (res.statusCode !== 201 && res.statusCode !== 503) console.error(`answer ${res.statusCode}: ${text.slice(0, 300)}`);
+          resolve(res.statusCode ?? 0);
+        });
+      },
+    );
     // A refused post is answered before its body is read, and the server then closes the connection.
     req.on('error', () => resolve(-1));
     req.end(body);
@@ -79,7 +86,14 @@ async function burst(pid: number, url: URL, key: string, count: number): Promise
 
 const db = benchDatabase('large_messages');
 const port = await freePort();
-const env = { DATABASE_URL: db.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000', ATTACHMENT_STORE: `file:${join(db.dir, 'attachments')}` };
+const env = {
+  DATABASE_URL: db.url,
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_PER_KEY: '1000000',
+  ATTACHMENT_STORE: `file:${join(db.dir, 'attachments')}`,
+};
 const demo = cli(['admin', 'demo'], env);
 const service = await startProcess([BIN, 'serve'], env, `http://127.0.0.1:${port}/healthz`);
 const emergency = (await (
@@ -100,10 +114,10 @@ await db.drop();
 console.log(`database: ${db.dialect}; idle RSS ${idleMB} MB; each post ${one.bodyMiB} MiB`);
 console.log(`${'posts at once'.padEnd(14)} ${'peak MB'.padStart(8)} ${'MB after 10 s'.padStart(14)} ${'seconds'.padStart(8)}  answers`);
 for (const b of [one, many]) {
-  console.log(`${String(b.posts).padEnd(14)} ${b.peakMB.toFixed(1).padStart(8)} ${b.afterMB.toFixed(1).padStart(14)} ${b.seconds.toFixed(1).padStart(8)}  ${JSON.stringify(b.statuses)}`);
+  console.log(
+    `${String(b.posts).padEnd(14)} ${b.peakMB.toFixed(1).padStart(8)} ${b.afterMB.toFixed(1).padStart(14)} ${b.seconds.toFixed(1).padStart(8)}  ${JSON.stringify(b.statuses)}`,
+  );
 }
 console.log(`ratio of peaks (${CONCURRENT} / 1): ${(many.peakMB / one.peakMB).toFixed(2)}x`);
-console.log(
-  `goal: peak < 600 MB (${many.peakMB < 600 ? 'met' : 'NOT met'}), back under 200 MB within 10 s (${many.afterMB < 200 ? 'met' : 'NOT met'})`,
-);
+console.log(`goal: peak < 600 MB (${many.peakMB < 600 ? 'met' : 'NOT met'}), back under 200 MB within 10 s (${many.afterMB < 200 ? 'met' : 'NOT met'})`);
 writeBenchJson({ database: db.dialect, idleMB, bodyMiB: one.bodyMiB, one, many });

@@ -27,7 +27,11 @@ const results: Result[] = [];
 const baselineDb = benchDatabase('baseline');
 const baselinePort = await freePort();
 const baselineUrl = `http://127.0.0.1:${baselinePort}`;
-const baseline = await startProcess(['--import', 'tsx', join(ROOT, 'bench/baselines/fastify-sqlite.ts')], { PORT: String(baselinePort), BASELINE_DB: join(baselineDb.dir, 'baseline.db') }, `${baselineUrl}/health`);
+const baseline = await startProcess(
+  ['--import', 'tsx', join(ROOT, 'bench/baselines/fastify-sqlite.ts')],
+  { PORT: String(baselinePort), BASELINE_DB: join(baselineDb.dir, 'baseline.db') },
+  `${baselineUrl}/health`,
+);
 results.push(await load('baseline: fastify JSON echo', { url: `${baselineUrl}/echo` }));
 results.push(await load('baseline: 2 inserts, text body', { url: `${baselineUrl}/insert`, method: 'POST', headers: json, ...numberedBodies(textBody) }));
 results.push(await load('baseline: 2 inserts, PNG body', { url: `${baselineUrl}/insert`, method: 'POST', headers: json, ...numberedBodies(pngBody) }));
@@ -59,7 +63,13 @@ await Promise.all(
       const res = await fetch(emergencies, {
         method: 'POST',
         headers: { ...auth, ...json },
-        body: JSON.stringify({ categoryName: 'Fire', description: `Alarm ${made}`, source: 'bench', location: { latitude: 48.85, longitude: 2.35, floorId: `F${made % 9}` }, metadata: { zone: made % 17 } }),
+        body: JSON.stringify({
+          categoryName: 'Fire',
+          description: `Alarm ${made}`,
+          source: 'bench',
+          location: { latitude: 48.85, longitude: 2.35, floorId: `F${made % 9}` },
+          metadata: { zone: made % 17 },
+        }),
       });
       if (res.status !== 201) throw new Error(`declare failed while populating: ${res.status} ${await res.text()}`);
       emergencyId = ((await res.json()) as { emergencyId: string }).emergencyId;
@@ -82,7 +92,9 @@ results.push(await load('service: POST message, PNG', { url: messages, method: '
 await stopProcess(service);
 await db.drop();
 
-console.log(`database: ${db.dialect === 'postgres' ? 'postgresql' : 'sqlite'}, ${CONNECTIONS} connections, ${DURATION} s each, list over ${LIST_SIZE} emergencies, PNG ${png.length} bytes`);
+console.log(
+  `database: ${db.dialect === 'postgres' ? 'postgresql' : 'sqlite'}, ${CONNECTIONS} connections, ${DURATION} s each, list over ${LIST_SIZE} emergencies, PNG ${png.length} bytes`,
+);
 printTable(results, [
   ['GET list limit 50 / baseline echo', 'service: GET list limit 50', 'baseline: fastify JSON echo'],
   ['POST message text / baseline two-insert', 'service: POST message, text', 'baseline: 2 inserts, text body'],
@@ -109,7 +121,12 @@ function smallPng(width: number, height: number): Buffer {
     crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
     return Buffer.concat([head, data, crc]);
   };
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk('IHDR', ihdr), chunk('IDAT', deflateSync(raw)), chunk('IEND', Buffer.alloc(0))]);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr),
+    chunk('IDAT', deflateSync(raw)),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
 }
 
 function crc32(bytes: Buffer): number {

@@ -57,7 +57,6 @@ const { key } = await createApiKey(ctx, operator, {
   permissions: ['read', 'write'],
 });
 
-
 const port = await new Promise<number>((resolve) => {
   const probe = createServer().listen(0, '127.0.0.1', () => {
     const address = probe.address();
@@ -70,7 +69,9 @@ const child = spawn(process.execPath, [fileURLToPath(new URL('../bin/emergency-a
   stdio: ['ignore', 'ignore', 'inherit'],
 });
 for (let i = 0; ; i++) {
-  const ready = await fetch(`${serverUrl}/readyz`).then((r) => r.ok).catch(() => false);
+  const ready = await fetch(`${serverUrl}/readyz`)
+    .then((r) => r.ok)
+    .catch(() => false);
   if (ready) break;
   if (i > 100) throw new Error('server did not become ready');
   await sleep(100);
@@ -117,7 +118,14 @@ async function run(title: string, options: autocannon.Options, seconds: number) 
   const result = await autocannon({ ...options, title, connections, duration: seconds });
   const cpuMs = serverCpuMs() - cpuBefore;
   const bad = result.non2xx + result.errors + result.timeouts;
-  return { title, rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, bad, cpuUsPerRequest: (cpuMs * 1000) / result.requests.total };
+  return {
+    title,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    bad,
+    cpuUsPerRequest: (cpuMs * 1000) / result.requests.total,
+  };
 }
 
 // Warm both paths (JIT, SQLite page cache), then alternate short rounds so neither path gets all of a quiet or busy moment.
@@ -167,7 +175,15 @@ console.log(`emergencies written: ${Number(emergencies.n)}`);
 if (process.env.BENCH_JSON) {
   writeFileSync(
     process.env.BENCH_JSON,
-    JSON.stringify({ database: databaseUrl.startsWith('sqlite') ? 'sqlite' : 'postgres', connections, rounds, durationSeconds: duration, rest: restResult, mcp: mcpResult, ratio: mcpResult!.rps / restResult!.rps }),
+    JSON.stringify({
+      database: databaseUrl.startsWith('sqlite') ? 'sqlite' : 'postgres',
+      connections,
+      rounds,
+      durationSeconds: duration,
+      rest: restResult,
+      mcp: mcpResult,
+      ratio: mcpResult!.rps / restResult!.rps,
+    }),
   );
 }
 

@@ -12,7 +12,12 @@ import { benchDatabase, freePort, rssBytes, writeBenchJson } from './lib/support
 
 const MB = 1024 * 1024;
 const SETTLE_MS = 3_000;
-const declareBody = JSON.stringify({ categoryName: 'Fire', description: 'Smoke on floor 2', source: 'bench', location: { latitude: 48.85, longitude: 2.35, floorId: 'F2' } });
+const declareBody = JSON.stringify({
+  categoryName: 'Fire',
+  description: 'Smoke on floor 2',
+  source: 'bench',
+  location: { latitude: 48.85, longitude: 2.35, floorId: 'F2' },
+});
 
 interface Memory {
   idleMB: number;
@@ -40,14 +45,30 @@ async function measure(child: ChildProcess, name: string, options: autocannon.Op
 
 const baselineDb = benchDatabase('rss_baseline');
 const baselinePort = await freePort();
-const baseline = await startProcess(['--import', 'tsx', join(ROOT, 'bench/baselines/fastify-sqlite.ts')], { PORT: String(baselinePort), BASELINE_DB: join(baselineDb.dir, 'baseline.db') }, `http://127.0.0.1:${baselinePort}/health`);
-const bare = await measure(baseline, 'baseline: fastify + 2 sqlite inserts', { url: `http://127.0.0.1:${baselinePort}/insert`, method: 'POST', headers: { 'content-type': 'application/json' }, body: declareBody });
+const baseline = await startProcess(
+  ['--import', 'tsx', join(ROOT, 'bench/baselines/fastify-sqlite.ts')],
+  { PORT: String(baselinePort), BASELINE_DB: join(baselineDb.dir, 'baseline.db') },
+  `http://127.0.0.1:${baselinePort}/health`,
+);
+const bare = await measure(baseline, 'baseline: fastify + 2 sqlite inserts', {
+  url: `http://127.0.0.1:${baselinePort}/insert`,
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: declareBody,
+});
 await stopProcess(baseline);
 await baselineDb.drop();
 
 const db = benchDatabase('rss');
 const port = await freePort();
-const env = { DATABASE_URL: db.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000', ATTACHMENT_STORE: `file:${join(db.dir, 'attachments')}` };
+const env = {
+  DATABASE_URL: db.url,
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_PER_KEY: '1000000',
+  ATTACHMENT_STORE: `file:${join(db.dir, 'attachments')}`,
+};
 const demo = cli(['admin', 'demo'], env);
 const service = await startProcess([BIN, 'serve'], env, `http://127.0.0.1:${port}/healthz`);
 const served = await measure(service, 'service: POST declare', {
@@ -60,9 +81,16 @@ await stopProcess(service);
 await db.drop();
 
 console.log(`database: ${db.dialect === 'postgres' ? 'postgresql' : 'sqlite'}, ${CONNECTIONS} connections, ${DURATION} s of declare load`);
-console.log(`${'process'.padEnd(38)} ${'idle MB'.padStart(8)} ${'peak MB'.padStart(8)} ${'after MB'.padStart(8)} ${'req/s'.padStart(7)} ${'non2xx'.padStart(7)}`);
-for (const [label, m] of [['baseline: fastify + 2 sqlite inserts', bare], ['service: emergency-api serve', served]] as const) {
-  console.log(`${label.padEnd(38)} ${m.idleMB.toFixed(1).padStart(8)} ${m.peakUnderLoadMB.toFixed(1).padStart(8)} ${m.afterLoadMB.toFixed(1).padStart(8)} ${String(m.load.requestsPerSec).padStart(7)} ${String(m.load.non2xx + m.load.errors).padStart(7)}`);
+console.log(
+  `${'process'.padEnd(38)} ${'idle MB'.padStart(8)} ${'peak MB'.padStart(8)} ${'after MB'.padStart(8)} ${'req/s'.padStart(7)} ${'non2xx'.padStart(7)}`,
+);
+for (const [label, m] of [
+  ['baseline: fastify + 2 sqlite inserts', bare],
+  ['service: emergency-api serve', served],
+] as const) {
+  console.log(
+    `${label.padEnd(38)} ${m.idleMB.toFixed(1).padStart(8)} ${m.peakUnderLoadMB.toFixed(1).padStart(8)} ${m.afterLoadMB.toFixed(1).padStart(8)} ${String(m.load.requestsPerSec).padStart(7)} ${String(m.load.non2xx + m.load.errors).padStart(7)}`,
+  );
 }
 console.log(`targets: idle < 150 MB (${served.idleMB < 150 ? 'met' : 'NOT met'}), under load < 300 MB (${served.peakUnderLoadMB < 300 ? 'met' : 'NOT met'})`);
 writeBenchJson({ database: db.dialect, connections: CONNECTIONS, durationSeconds: DURATION, baseline: bare, service: served });

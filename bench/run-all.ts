@@ -106,7 +106,9 @@ const seconds = Math.round((Date.now() - started) / 1000);
 const subtitle = `${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC · ${cpus().length} cores (${cpus()[0]?.model.trim()}) · node ${process.version} · ${duration} s per measurement${quick ? ' (quick)' : ''} · load average ${load} at start`;
 console.log(`\n${renderTable(rows)}\n`);
 const counts = (status: Row['status']) => rows.filter((r) => r.status === status).length;
-console.log(`${counts('pass')} pass, ${counts('fail')} fail, ${counts('n/a')} n/a, ${counts('error')} scenario errors, ${counts('skipped')} skipped; ${seconds} s in all`);
+console.log(
+  `${counts('pass')} pass, ${counts('fail')} fail, ${counts('n/a')} n/a, ${counts('error')} scenario errors, ${counts('skipped')} skipped; ${seconds} s in all`,
+);
 
 const resultsJson = join(ROOT, 'bench/results.json');
 const resultsSvg = join(ROOT, 'bench/results.svg');
@@ -142,7 +144,10 @@ async function choosePostgres(): Promise<{ url: string | null; note: string }> {
     return { url: url.toString(), note: '' };
   } catch (error) {
     const where = `${url.host}${url.pathname}`;
-    return { url: null, note: configured ? `configured PostgreSQL at ${where} is not reachable: ${(error as Error).message}` : `no PostgreSQL configured and none at ${where}` };
+    return {
+      url: null,
+      note: configured ? `configured PostgreSQL at ${where} is not reachable: ${(error as Error).message}` : `no PostgreSQL configured and none at ${where}`,
+    };
   } finally {
     await client.end().catch(() => {});
   }
@@ -188,12 +193,25 @@ async function runScenario(scenario: Scenario, o: RunOptions): Promise<Run> {
   // Through bash to raise the descriptor limit (the device scenario opens thousands of sockets); `exec`
   // keeps the pid, which names the schemas the scenario makes for itself. Its own process group lets a
   // timeout or a crash take its servers down with it.
-  const child = spawn('/bin/bash', ['-c', 'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"', 'bash', process.execPath, '--import', 'tsx', join(ROOT, scenario.file), ...(scenario.args?.(o) ?? [])], {
-    cwd: ROOT,
-    env,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    '/bin/bash',
+    [
+      '-c',
+      'ulimit -n "$(ulimit -Hn)" 2>/dev/null; exec "$@"',
+      'bash',
+      process.execPath,
+      '--import',
+      'tsx',
+      join(ROOT, scenario.file),
+      ...(scenario.args?.(o) ?? []),
+    ],
+    {
+      cwd: ROOT,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   current = { pid: child.pid!, schema: o.database === 'postgres' ? schema : null };
   child.stdout.on('data', (chunk: Buffer) => {
     stdout += chunk.toString('utf8');

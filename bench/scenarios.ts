@@ -96,7 +96,9 @@ export const scenarios: Scenario[] = [
       if (o.database === 'sqlite') {
         rows.push(throughput('POST declare vs bare two-insert', declare, twoInsert, atLeast(0.8)));
       } else {
-        rows.push(throughput('POST declare vs bare pg insert', declare, pgInsert, atLeast(0.7), 'no pg insert baseline in this tree (bench/baselines/pg-insert.ts)'));
+        rows.push(
+          throughput('POST declare vs bare pg insert', declare, pgInsert, atLeast(0.7), 'no pg insert baseline in this tree (bench/baselines/pg-insert.ts)'),
+        );
         rows.push(throughput('POST declare vs bare SQLite two-insert', declare, twoInsert));
       }
       // The GET target belongs to the embedded default, like the declare target it sits next to; on
@@ -127,7 +129,14 @@ export const scenarios: Scenario[] = [
     file: 'bench/mcp.ts',
     output: 'bench-json',
     // Alternating rounds of REST and MCP on one server; the ratio is taken on the medians.
-    args: (o) => ['--duration', String(o.quick ? o.duration : 2 * o.duration), '--rounds', o.quick ? '1' : '2', '--connections', process.env.BENCH_CONNECTIONS ?? '50'],
+    args: (o) => [
+      '--duration',
+      String(o.quick ? o.duration : 2 * o.duration),
+      '--rounds',
+      o.quick ? '1' : '2',
+      '--connections',
+      process.env.BENCH_CONNECTIONS ?? '50',
+    ],
     timeoutSeconds: (o) => 120 + 6 * (o.duration + 2),
     rows(raw) {
       const bad = raw.rest.bad + raw.mcp.bad;
@@ -161,18 +170,54 @@ export const scenarios: Scenario[] = [
         const missing = l.missing ? `${l.missing} declares not delivered to every device` : undefined;
         // Arrival at the device's socket (kernel receive timestamp); the co-located readers' own read time is in the note.
         const read = l.everyDeliveryReadMs ? `read by the co-located readers: p99 ${l.everyDeliveryReadMs.p99.toFixed(2)} ms` : undefined;
-        rows.push({ metric: `push p99, declare→frame (${l.devices} devices)`, value: l.everyDeliveryMs.p99, unit: 'ms', baseline: l.singleDeviceFrameMs.p99, baselineLabel: '1 device', target: below(5), invalid: missing, note: read });
-        rows.push({ metric: `push p50, declare→frame (${l.devices} devices)`, value: l.everyDeliveryMs.p50, unit: 'ms', baseline: l.singleDeviceFrameMs.p50, baselineLabel: '1 device' });
+        rows.push({
+          metric: `push p99, declare→frame (${l.devices} devices)`,
+          value: l.everyDeliveryMs.p99,
+          unit: 'ms',
+          baseline: l.singleDeviceFrameMs.p99,
+          baselineLabel: '1 device',
+          target: below(5),
+          invalid: missing,
+          note: read,
+        });
+        rows.push({
+          metric: `push p50, declare→frame (${l.devices} devices)`,
+          value: l.everyDeliveryMs.p50,
+          unit: 'ms',
+          baseline: l.singleDeviceFrameMs.p50,
+          baselineLabel: '1 device',
+        });
         if (l.bareTcpFanOutMs) {
-          rows.push({ metric: `push p99 vs bare node:net fan-out (${l.devices} sockets)`, value: l.everyDeliveryMs.p99, unit: 'ms', baseline: l.bareTcpFanOutMs.p99, baselineLabel: 'bare TCP writes' });
+          rows.push({
+            metric: `push p99 vs bare node:net fan-out (${l.devices} sockets)`,
+            value: l.everyDeliveryMs.p99,
+            unit: 'ms',
+            baseline: l.bareTcpFanOutMs.p99,
+            baselineLabel: 'bare TCP writes',
+          });
         }
-        for (const [name, label] of [['c1', 'C write(2) loop, 1 thread'], ['c2', 'C write(2) loop, 2 threads']] as const) {
+        for (const [name, label] of [
+          ['c1', 'C write(2) loop, 1 thread'],
+          ['c2', 'C write(2) loop, 2 threads'],
+        ] as const) {
           const floor = l.floorsMs?.[name];
-          if (floor) rows.push({ metric: `push p99 vs ${label} (${l.devices} sockets)`, value: l.everyDeliveryMs.p99, unit: 'ms', baseline: floor.arrived.p99, baselineLabel: label });
+          if (floor)
+            rows.push({
+              metric: `push p99 vs ${label} (${l.devices} sockets)`,
+              value: l.everyDeliveryMs.p99,
+              unit: 'ms',
+              baseline: floor.arrived.p99,
+              baselineLabel: label,
+            });
         }
       }
       if (raw.idle) {
-        rows.push({ metric: `idle devices per GiB (${raw.idle.devices} connected)`, value: raw.idle.devicesPerGiB, unit: 'devices', target: atLeast(20_000, 'value') });
+        rows.push({
+          metric: `idle devices per GiB (${raw.idle.devices} connected)`,
+          value: raw.idle.devicesPerGiB,
+          unit: 'devices',
+          target: atLeast(20_000, 'value'),
+        });
       }
       return rows;
     },
@@ -198,7 +243,13 @@ export const scenarios: Scenario[] = [
           note: `${raw.eventsPerSecondAchieved} events/s × ${raw.subscriptions} subscriptions offered`,
           invalid: failed ? `${failed} failed attempts` : undefined,
         },
-        { metric: 'commit→first attempt p99', value: raw.commitToFirstAttemptMs.p99, unit: 'ms', target: onSqlite ? below(50) : undefined, note: `p50 ${raw.commitToFirstAttemptMs.p50} ms` },
+        {
+          metric: 'commit→first attempt p99',
+          value: raw.commitToFirstAttemptMs.p99,
+          unit: 'ms',
+          target: onSqlite ? below(50) : undefined,
+          note: `p50 ${raw.commitToFirstAttemptMs.p50} ms`,
+        },
       ];
     },
   },
@@ -208,9 +259,17 @@ export const scenarios: Scenario[] = [
     output: 'bench-json',
     timeoutSeconds: (o) => 120 + 4 * (o.duration + 2),
     rows(raw) {
-      const invalid = raw.service.load.errors + raw.service.load.non2xx ? `${raw.service.load.errors + raw.service.load.non2xx} errors/non-2xx under load` : undefined;
+      const invalid =
+        raw.service.load.errors + raw.service.load.non2xx ? `${raw.service.load.errors + raw.service.load.non2xx} errors/non-2xx under load` : undefined;
       return [
-        { metric: 'service RSS idle', value: raw.service.idleMB, unit: 'MB', baseline: raw.baseline.idleMB, baselineLabel: 'bare two-insert server', target: below(150) },
+        {
+          metric: 'service RSS idle',
+          value: raw.service.idleMB,
+          unit: 'MB',
+          baseline: raw.baseline.idleMB,
+          baselineLabel: 'bare two-insert server',
+          target: below(150),
+        },
         {
           metric: 'service RSS peak under declare load',
           value: raw.service.peakUnderLoadMB,

@@ -53,10 +53,7 @@ export type AppServices = KeyGate;
 /** Builds the HTTP application (REST v1, health); used by `serve` and by every test. */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
-    logger:
-      ctx.config.LOG_LEVEL === 'silent'
-        ? false
-        : { level: ctx.config.LOG_LEVEL, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    logger: ctx.config.LOG_LEVEL === 'silent' ? false : { level: ctx.config.LOG_LEVEL, redact: ['req.headers.authorization', 'req.headers.cookie'] },
     bodyLimit: 1024 * 1024,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -149,7 +146,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         : verdict === 'timeout'
           ? `The database did not answer within ${READINESS_TIMEOUT_MS} ms.`
           : 'The database is not reachable.';
-    return reply.code(503).header('retry-after', 2).send({ detail: { error: 'unavailable', message } });
+    return reply
+      .code(503)
+      .header('retry-after', 2)
+      .send({ detail: { error: 'unavailable', message } });
   });
 
   await app.register(

@@ -21,17 +21,31 @@ const configSchema = z.object({
   DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
   /** Getting a PostgreSQL connection (from the pool, connecting included) may take this long before a 503. */
   DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
-  ATTACHMENT_STORE: z.string().regex(/^(file:.+|s3:\/\/.+)$/, 'file:PATH or s3://bucket/prefix').default('file:./data/attachments'),
+  ATTACHMENT_STORE: z
+    .string()
+    .regex(/^(file:.+|s3:\/\/.+)$/, 'file:PATH or s3://bucket/prefix')
+    .default('file:./data/attachments'),
   ATTACHMENT_PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
   // S3-compatible stores other than AWS (MinIO, R2, a local test server) need an endpoint; credentials
   // come from the AWS SDK's standard chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile, instance role).
   ATTACHMENT_S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
-  ATTACHMENT_S3_REGION: z.string().regex(/^[a-z0-9-]{1,32}$/, 'an AWS region name, e.g. eu-west-1').default('us-east-1'),
+  ATTACHMENT_S3_REGION: z
+    .string()
+    .regex(/^[a-z0-9-]{1,32}$/, 'an AWS region name, e.g. eu-west-1')
+    .default('us-east-1'),
   /** Path-style addressing (endpoint/bucket/key); defaults to on when ATTACHMENT_S3_ENDPOINT is set. */
-  ATTACHMENT_S3_FORCE_PATH_STYLE: z.enum(['true', 'false', '1', '0']).optional().transform((v) => (v === undefined ? undefined : v === 'true' || v === '1')),
+  ATTACHMENT_S3_FORCE_PATH_STYLE: z
+    .enum(['true', 'false', '1', '0'])
+    .optional()
+    .transform((v) => (v === undefined ? undefined : v === 'true' || v === '1')),
   /** Message bodies over 1 MiB received at once; beyond it 503 unavailable with Retry-After. */
   MAX_CONCURRENT_LARGE_BODIES: z.coerce.number().int().min(1).max(1000).default(4),
-  MESSAGE_DEDUPE_WINDOW_SECONDS: z.coerce.number().int().min(0).max(7 * 24 * 3600).default(600),
+  MESSAGE_DEDUPE_WINDOW_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(7 * 24 * 3600)
+    .default(600),
   WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag,
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 36000]),
   /** A webhook attempt succeeds on a 2xx within this time; a claimed delivery's lease is 2× this + 15 s. */

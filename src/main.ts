@@ -60,7 +60,11 @@ async function main(argv: string[]): Promise<number> {
       ctx = createContext(loadConfig());
       await migrateToLatest(ctx.db);
     }
-    const result = await command.run({ values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals, ctx: ctx as AppContext });
+    const result = await command.run({
+      values: parsed.values as Record<string, string | boolean | undefined>,
+      positionals: parsed.positionals,
+      ctx: ctx as AppContext,
+    });
     if (json) process.stdout.write(`${JSON.stringify(result ?? {})}\n`);
     else printHuman(result);
     return command.standalone ? -1 : 0;

@@ -120,9 +120,13 @@ export function writeJson(path: string | undefined, rows: Result[], ratios: [str
 
 export function printTable(rows: Result[], ratios: [string, string, string][]): void {
   const byName = new Map(rows.map((r) => [r.name, r]));
-  console.log(`\n${'scenario'.padEnd(34)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'errors'.padStart(7)} ${'non2xx'.padStart(7)}`);
+  console.log(
+    `\n${'scenario'.padEnd(34)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'errors'.padStart(7)} ${'non2xx'.padStart(7)}`,
+  );
   for (const r of rows) {
-    console.log(`${r.name.padEnd(34)} ${String(r.requestsPerSec).padStart(9)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.non2xx).padStart(7)}`);
+    console.log(
+      `${r.name.padEnd(34)} ${String(r.requestsPerSec).padStart(9)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.non2xx).padStart(7)}`,
+    );
   }
   console.log('');
   for (const [label, a, b] of ratios) {

@@ -51,12 +51,38 @@ export function makeRow(scenario: string, database: Database, input: RowInput): 
     status = pass ? 'pass' : 'fail';
   }
   const notes = [input.invalid, input.note].filter(Boolean).join('; ');
-  return { scenario, database, metric: input.metric, value, unit: input.unit, baseline, baselineLabel: input.baselineLabel ?? null, ratio, target, pass, status, note: notes || null };
+  return {
+    scenario,
+    database,
+    metric: input.metric,
+    value,
+    unit: input.unit,
+    baseline,
+    baselineLabel: input.baselineLabel ?? null,
+    ratio,
+    target,
+    pass,
+    status,
+    note: notes || null,
+  };
 }
 
 /** A row standing for a whole scenario that produced no figures (skipped, or its process failed). */
 export function statusRow(scenario: string, database: Database, status: 'error' | 'skipped', note: string): Row {
-  return { scenario, database, metric: status === 'skipped' ? '(skipped)' : '(run failed)', value: null, unit: '', baseline: null, baselineLabel: null, ratio: null, target: null, pass: status === 'error' ? false : null, status, note };
+  return {
+    scenario,
+    database,
+    metric: status === 'skipped' ? '(skipped)' : '(run failed)',
+    value: null,
+    unit: '',
+    baseline: null,
+    baselineLabel: null,
+    ratio: null,
+    target: null,
+    pass: status === 'error' ? false : null,
+    status,
+    note,
+  };
 }
 
 export function formatNumber(n: number | null, unit = ''): string {
@@ -154,7 +180,12 @@ export function renderSvg(rows: Row[], subtitle: string): string {
     const colour = r.pass ? '#2e7d32' : '#c62828';
     parts.push(`<rect x="${barLeft}" y="${y - 13}" width="${Math.max(1, length).toFixed(1)}" height="16" fill="${colour}" rx="2"/>`);
     const measured = r.target!.on === 'ratio' ? formatRatio(r.ratio) : formatNumber(r.value, r.unit);
-    text(barLeft + barWidth + 10, y, `${measured} (target ${formatTarget(r)}) ${r.status.toUpperCase()}${score > scaleMax ? ' ▶' : ''}`, `font-size="12" fill="${colour}"`);
+    text(
+      barLeft + barWidth + 10,
+      y,
+      `${measured} (target ${formatTarget(r)}) ${r.status.toUpperCase()}${score > scaleMax ? ' ▶' : ''}`,
+      `font-size="12" fill="${colour}"`,
+    );
   }
   const targetX = barLeft + barWidth / scaleMax;
   parts.push(`<line x1="${targetX}" y1="${axisTop}" x2="${targetX}" y2="${y + 6}" stroke="#333" stroke-dasharray="4 3"/>`);
@@ -172,7 +203,12 @@ export function renderSvg(rows: Row[], subtitle: string): string {
       y += rowHeight;
       text(labelWidth, y, label(r), 'text-anchor="end" font-size="12"');
       parts.push(`<rect x="${barLeft}" y="${y - 13}" width="${Math.max(1, (r.ratio! / maxRatio) * barWidth).toFixed(1)}" height="16" fill="#1565c0" rx="2"/>`);
-      text(barLeft + barWidth + 10, y, `${formatRatio(r.ratio)} (${formatNumber(r.value, r.unit)} vs ${formatNumber(r.baseline, r.unit)})`, 'font-size="12" fill="#1565c0"');
+      text(
+        barLeft + barWidth + 10,
+        y,
+        `${formatRatio(r.ratio)} (${formatNumber(r.value, r.unit)} vs ${formatNumber(r.baseline, r.unit)})`,
+        'font-size="12" fill="#1565c0"',
+      );
     }
     const oneX = barLeft + barWidth / maxRatio;
     parts.push(`<line x1="${oneX}" y1="${top}" x2="${oneX}" y2="${y + 6}" stroke="#333" stroke-dasharray="2 3"/>`);
@@ -182,7 +218,12 @@ export function renderSvg(rows: Row[], subtitle: string): string {
 
   const failed = rows.filter((r) => r.status === 'error' || r.status === 'skipped');
   for (const r of failed) {
-    text(16, y, `${r.scenario} · ${r.database === 'postgres' ? 'PostgreSQL' : 'SQLite'}: ${r.status}${r.note ? ` (${r.note})` : ''}`, 'font-size="12" fill="#888"');
+    text(
+      16,
+      y,
+      `${r.scenario} · ${r.database === 'postgres' ? 'PostgreSQL' : 'SQLite'}: ${r.status}${r.note ? ` (${r.note})` : ''}`,
+      'font-size="12" fill="#888"',
+    );
     y += 18;
   }
   const height = y + 10;

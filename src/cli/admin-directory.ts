@@ -21,7 +21,13 @@ export const directoryCommands: Record<string, CliCommand> = {
   },
   'admin category create': {
     usage: '--org ID --name N --color "#D32F2F" --severity 0..5 --response-level none|hold|secure|lockdown|evacuate|shelter|medical',
-    options: { org: { type: 'string' }, name: { type: 'string' }, color: { type: 'string' }, severity: { type: 'string' }, 'response-level': { type: 'string' } },
+    options: {
+      org: { type: 'string' },
+      name: { type: 'string' },
+      color: { type: 'string' },
+      severity: { type: 'string' },
+      'response-level': { type: 'string' },
+    },
     run: ({ ctx, values }) =>
       createCategory(ctx, requireOption(values, 'org'), {
         name: requireOption(values, 'name'),

@@ -3,7 +3,10 @@ import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../domain
 import { type CliCommand, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
 
 function parsePermissions(value: string): ('read' | 'write')[] {
-  const perms = value.split(',').map((p) => p.trim()).filter(Boolean);
+  const perms = value
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean);
   if (perms.length === 0 || !perms.every((p) => p === 'read' || p === 'write')) {
     throw new UsageError('--permissions must be read, write or read,write');
   }

@@ -14,7 +14,10 @@ import { type CliCommand, parseIdList, parseSubject, requireOption, UsageError }
 
 function parseEventTypes(value: string | boolean | undefined): WebhookEventType[] | null {
   if (typeof value !== 'string') return null;
-  const types = value.split(',').map((t) => t.trim()).filter(Boolean);
+  const types = value
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
   const known = WEBHOOK_EVENT_TYPES as readonly string[];
   if (types.length === 0 || !types.every((t) => known.includes(t))) {
     throw new UsageError(`--events must be a comma-separated list of ${WEBHOOK_EVENT_TYPES.join(', ')}`);

@@ -30,7 +30,10 @@ export function parseSubject(value: string): { subjectType: 'partner' | 'enterpr
 
 export function parseIdList(value: string | boolean | undefined, flag: string): string[] | null {
   if (typeof value !== 'string') return null;
-  const ids = value.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean);
+  const ids = value
+    .split(',')
+    .map((s) => s.trim().toLowerCase())
+    .filter(Boolean);
   if (ids.length === 0 || !ids.every((id) => /^[0-9a-f-]{36}$/.test(id))) throw new UsageError(`--${flag} must be a comma-separated list of ids`);
   return ids;
 }

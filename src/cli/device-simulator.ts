@@ -25,7 +25,10 @@ interface EmergencyView {
 }
 
 /** One alert as a base station would show it. */
-export function formatAlert(offset: number, event: { eventType?: string; emergencyId?: string; createdAt?: string; data?: { emergency?: EmergencyView } }): string {
+export function formatAlert(
+  offset: number,
+  event: { eventType?: string; emergencyId?: string; createdAt?: string; data?: { emergency?: EmergencyView } },
+): string {
   const e = event.data?.emergency ?? {};
   const kind = (event.eventType ?? 'event').replace(/^emergency\./, '').toUpperCase();
   const parts = [`[${event.createdAt ?? new Date().toISOString()}] #${offset} EMERGENCY ${kind}`];

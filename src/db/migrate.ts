@@ -8,8 +8,7 @@ const provider: MigrationProvider = { getMigrations: async () => migrations };
  * With a schema in the URL, Kysely is told to keep its bookkeeping tables there (it creates the schema
  * when it is new).
  */
-const migratorFor = (handle: DbHandle) =>
-  new Migrator({ db: handle.db, provider, ...(handle.pgSchema ? { migrationTableSchema: handle.pgSchema } : {}) });
+const migratorFor = (handle: DbHandle) => new Migrator({ db: handle.db, provider, ...(handle.pgSchema ? { migrationTableSchema: handle.pgSchema } : {}) });
 
 /**
  * Applies pending migrations. Kysely creates the schema named in the URL if it is new, and takes a

@@ -6,9 +6,7 @@ import { preparedQuery } from './prepared.js';
  * no transaction is open; on PostgreSQL they are named statements, planned once per connection.
  */
 
-const recordById = preparedQuery((db, p) =>
-  db.selectFrom('emergencies').select('record').where('org_id', '=', p('org_id')).where('id', '=', p('id')),
-);
+const recordById = preparedQuery((db, p) => db.selectFrom('emergencies').select('record').where('org_id', '=', p('org_id')).where('id', '=', p('id')));
 
 /** The emergency's stored record (JSON text, as the API returns it), or undefined when the org has no such emergency. */
 export async function emergencyRecordById(handle: DbHandle, orgId: string, id: string): Promise<string | undefined> {

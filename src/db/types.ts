@@ -3,8 +3,17 @@
  * dialects: it sorts correctly as text and keeps one code path for SQLite and PostgreSQL.
  * JSON values are stored as serialized text for the same reason; booleans as 0/1.
  */
-export interface PartnerTable { id: string; name: string; created_at: string }
-export interface EnterpriseTable { id: string; partner_id: string; name: string; created_at: string }
+export interface PartnerTable {
+  id: string;
+  name: string;
+  created_at: string;
+}
+export interface EnterpriseTable {
+  id: string;
+  partner_id: string;
+  name: string;
+  created_at: string;
+}
 export interface OrgTable {
   id: string;
   enterprise_id: string;
@@ -197,7 +206,11 @@ export interface WebhookSubscriptionTable {
   created_at: string;
   updated_at: string;
 }
-export interface WebhookCursorTable { org_id: string; last_offset: number; updated_at: string }
+export interface WebhookCursorTable {
+  org_id: string;
+  last_offset: number;
+  updated_at: string;
+}
 export interface WebhookDeliveryTable {
   id: string;
   subscription_id: string;

@@ -38,7 +38,10 @@ export async function registerWorker(db: Kysely<Database>, worker: { workerId: s
     .onConflict((oc) => oc.column('worker_id').doUpdateSet({ heartbeat_at: now }))
     .execute();
   // Long-dead workers of other machines leave their rows behind; they are dead either way.
-  await db.deleteFrom('delivery_workers').where('heartbeat_at', '<', new Date(Date.now() - 3600_000).toISOString()).execute();
+  await db
+    .deleteFrom('delivery_workers')
+    .where('heartbeat_at', '<', new Date(Date.now() - 3600_000).toISOString())
+    .execute();
   return gone.length;
 }
 

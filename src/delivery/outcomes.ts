@@ -56,17 +56,16 @@ async function disableSubscription(tx: Tx, subscriptionId: string, reason: strin
  * five days of continuous failure disable it; any success ends a failure run). Updates are guarded
  * by `claimed_by`, so a worker whose lease was taken over cannot overwrite the new owner's state.
  */
-export async function recordOutcomes(
-  ctx: AppContext,
-  outcomes: AttemptOutcome[],
-  workerId: string,
-): Promise<RecordedEffects> {
+export async function recordOutcomes(ctx: AppContext, outcomes: AttemptOutcome[], workerId: string): Promise<RecordedEffects> {
   const schedule = ctx.config.WEBHOOK_RETRY_SCHEDULE;
   return inTransaction(ctx.db, async (tx) => {
     const effects: RecordedEffects = { retries: [], disabledSubscriptions: [] };
     const rows = outcomes.map((o) => attemptRow(o, workerId));
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      await tx.db.insertInto('webhook_attempts').values(rows.slice(i, i + INSERT_CHUNK)).execute();
+      await tx.db
+        .insertInto('webhook_attempts')
+        .values(rows.slice(i, i + INSERT_CHUNK))
+        .execute();
     }
     const now = nowIso();
     const nowMs = Date.parse(now);
@@ -85,10 +84,7 @@ export async function recordOutcomes(
         succeededSubs.add(delivery.subscription_id);
         continue;
       }
-      const owned = tx.db
-        .updateTable('webhook_deliveries')
-        .where('id', '=', delivery.id)
-        .where('claimed_by', '=', workerId);
+      const owned = tx.db.updateTable('webhook_deliveries').where('id', '=', delivery.id).where('claimed_by', '=', workerId);
       if (o.interrupted) {
         await owned.set({ claimed_until: null, claimed_by: null, next_attempt_at: now, updated_at: now }).execute();
         continue;

@@ -13,7 +13,11 @@ export async function committedOffset(db: Kysely<Database>, orgId: string): Prom
 export async function committedOffsets(db: Kysely<Database>, orgIds: string[]): Promise<Map<string, number>> {
   const result = new Map<string, number>();
   for (let i = 0; i < orgIds.length; i += 500) {
-    const rows = await db.selectFrom('orgs').select(['id', 'event_offset']).where('id', 'in', orgIds.slice(i, i + 500)).execute();
+    const rows = await db
+      .selectFrom('orgs')
+      .select(['id', 'event_offset'])
+      .where('id', 'in', orgIds.slice(i, i + 500))
+      .execute();
     for (const r of rows) result.set(r.id, Number(r.event_offset));
   }
   return result;

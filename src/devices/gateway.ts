@@ -147,7 +147,10 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
   }
 
   function accept(ws: WebSocket, socket: Duplex, device: AuthenticatedDevice, startAfter: number, end: number): void {
-    const conn = new DeviceConnection(randomUUID(), device, ws, socket, startAfter, { maxBufferedBytes: options.maxBufferedBytes, closeGraceMs: options.closeGraceMs });
+    const conn = new DeviceConnection(randomUUID(), device, ws, socket, startAfter, {
+      maxBufferedBytes: options.maxBufferedBytes,
+      closeGraceMs: options.closeGraceMs,
+    });
     // One logical stream per device: a newer connection (a reconnect racing the old socket's
     // timeout) replaces the older one on this instance.
     connections.get(device.id)?.close(CloseCode.replaced, 'replaced by a newer connection of this device');
@@ -221,13 +224,16 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
   }, options.pingIntervalMs);
 
   // Silence is checked more often than pings are sent, so a dead peer goes within a few seconds of the timeout.
-  const silenceCheck = setInterval(() => {
-    const now = Date.now();
-    for (const conn of connections.values()) {
-      // The close frame tells a live-but-mute client why; a dead peer is destroyed after the close grace.
-      if (now - conn.lastHeardAt > options.silenceTimeoutMs) conn.close(CloseCode.silent, 'nothing received from the device within the silence timeout');
-    }
-  }, Math.max(50, Math.min(5_000, Math.floor(options.silenceTimeoutMs / 6))));
+  const silenceCheck = setInterval(
+    () => {
+      const now = Date.now();
+      for (const conn of connections.values()) {
+        // The close frame tells a live-but-mute client why; a dead peer is destroyed after the close grace.
+        if (now - conn.lastHeardAt > options.silenceTimeoutMs) conn.close(CloseCode.silent, 'nothing received from the device within the silence timeout');
+      }
+    },
+    Math.max(50, Math.min(5_000, Math.floor(options.silenceTimeoutMs / 6))),
+  );
 
   // Revocations are written by the admin CLI (another process); closing the open socket of a revoked
   // device is a poll on recent revocations, with a margin for commit delays and clock skew.
@@ -259,7 +265,10 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     if (active.length === 0) return;
     pollRunning = true;
     background(
-      committedOffsets(db, active.map((s) => s.orgId))
+      committedOffsets(
+        db,
+        active.map((s) => s.orgId),
+      )
         .then((offsets) => {
           for (const stream of active) {
             const committed = offsets.get(stream.orgId);
@@ -291,10 +300,15 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
       unsubscribe();
       for (const t of [heartbeat, silenceCheck, revocations, poll, ackTimer]) clearInterval(t);
       const open = [...connections.values()];
-      const closed = Promise.all(open.map((c) => new Promise<void>((resolve) => {
-        if (c.ws.readyState === WebSocket.CLOSED) return resolve();
-        c.ws.once('close', () => resolve());
-      })));
+      const closed = Promise.all(
+        open.map(
+          (c) =>
+            new Promise<void>((resolve) => {
+              if (c.ws.readyState === WebSocket.CLOSED) return resolve();
+              c.ws.once('close', () => resolve());
+            }),
+        ),
+      );
       for (const conn of open) conn.close(CloseCode.goingAway, 'server shutting down; reconnect with after');
       let graceTimer: NodeJS.Timeout | undefined;
       await Promise.race([closed, new Promise((r) => (graceTimer = setTimeout(r, options.closeGraceMs + 500)))]);

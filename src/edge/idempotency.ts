@@ -53,7 +53,9 @@ export function canonicalJson(value: unknown): string {
 /** What makes two requests "the same request": method, path and the SHA-256 of the canonical JSON body. */
 export function requestFingerprint(method: string, url: string, body: unknown): string {
   const path = url.split('?')[0];
-  const bodyHash = createHash('sha256').update(canonicalJson(body ?? null)).digest('hex');
+  const bodyHash = createHash('sha256')
+    .update(canonicalJson(body ?? null))
+    .digest('hex');
   return createHash('sha256').update(`${method} ${path} ${bodyHash}`).digest('hex');
 }
 

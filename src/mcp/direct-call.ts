@@ -1,11 +1,6 @@
 import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  type JSONRPCMessage,
-  type JSONRPCRequest,
-  JSONRPCRequestSchema,
-  SUPPORTED_PROTOCOL_VERSIONS,
-} from '@modelcontextprotocol/sdk/types.js';
+import { type JSONRPCMessage, type JSONRPCRequest, JSONRPCRequestSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * The common tool-server exchange, one JSON-RPC request answered with one JSON body, without the

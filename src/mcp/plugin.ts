@@ -19,7 +19,10 @@ const INVALID_JSON = Symbol('invalid JSON');
 const FORWARDED_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'] as const;
 
 function jsonRpcError(reply: FastifyReply, status: number, code: number, message: string) {
-  return reply.code(status).type('application/json').send(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+  return reply
+    .code(status)
+    .type('application/json')
+    .send(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
 /** The first protocol version without JSON-RPC batching (2025-06-18 removed it); versions are dates. */
@@ -36,9 +39,7 @@ export function batchRefusal(versionHeader: string | string[] | undefined, batch
     if (m?.method === 'initialize' && typeof m.params?.protocolVersion === 'string') versions.push(m.params.protocolVersion);
   }
   const batchless = versions.find((v) => v !== undefined && v >= FIRST_VERSION_WITHOUT_BATCHES);
-  return batchless
-    ? `Invalid Request: protocol version ${batchless} has no JSON-RPC batches; send one message per request.`
-    : null;
+  return batchless ? `Invalid Request: protocol version ${batchless} has no JSON-RPC batches; send one message per request.` : null;
 }
 
 /**
@@ -130,7 +131,10 @@ export const mcpRoutes =
         await server.connect(transport);
         transport.onmessage?.(call, { authInfo, requestInfo: { headers: forwarded, url } });
         // As the SDK's transport answers in JSON mode: 200, application/json, the response as the body.
-        return reply.code(200).header('content-type', 'application/json').send(Buffer.from(JSON.stringify(await transport.response)));
+        return reply
+          .code(200)
+          .header('content-type', 'application/json')
+          .send(Buffer.from(JSON.stringify(await transport.response)));
       }
 
       const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !eventStream });
@@ -144,7 +148,10 @@ export const mcpRoutes =
     const noSession = async (_request: FastifyRequest, reply: FastifyReply) => {
       reply.header('allow', 'POST');
       return reply.code(405).send({
-        detail: { error: 'method_not_allowed', message: 'This tool server is stateless: there is no stream to open or session to end; send JSON-RPC messages with POST.' },
+        detail: {
+          error: 'method_not_allowed',
+          message: 'This tool server is stateless: there is no stream to open or session to end; send JSON-RPC messages with POST.',
+        },
       });
     };
     app.get(MCP_PATH, { schema: { hide: true } }, noSession);

@@ -25,12 +25,7 @@ export function toolSuccess(value: object): CallToolResult {
  * `outputSchema` even on `isError` results, so a structured error would make them throw instead of
  * showing the agent what went wrong.
  */
-export function toolFailure(
-  err: unknown,
-  log: FastifyBaseLogger,
-  tool: string,
-  outage?: OutageLog,
-): { result: CallToolResult; payload: ToolErrorPayload } {
+export function toolFailure(err: unknown, log: FastifyBaseLogger, tool: string, outage?: OutageLog): { result: CallToolResult; payload: ToolErrorPayload } {
   const payload = failurePayload(err, log, tool, outage);
   return { result: { isError: true, content: [{ type: 'text', text: JSON.stringify(payload) }] }, payload };
 }
@@ -63,8 +58,7 @@ function failurePayload(err: unknown, log: FastifyBaseLogger, tool: string, outa
   return {
     status: errorStatus.internal,
     error: 'internal',
-    message:
-      'Internal error; the outcome of a write is unknown. Read the emergency first (get_emergency, or list_emergencies by externalId) before retrying.',
+    message: 'Internal error; the outcome of a write is unknown. Read the emergency first (get_emergency, or list_emergencies by externalId) before retrying.',
   };
 }
 

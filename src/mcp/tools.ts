@@ -15,13 +15,7 @@ import {
   recategorizeInput,
   resolveInput,
 } from '../domain/emergencies/schema.js';
-import {
-  declareEmergency,
-  getEmergency,
-  listEmergencies,
-  recategorizeEmergency,
-  resolveEmergency,
-} from '../domain/emergencies/service.js';
+import { declareEmergency, getEmergency, listEmergencies, recategorizeEmergency, resolveEmergency } from '../domain/emergencies/service.js';
 import { orgIdParam } from '../domain/shared/schema.js';
 import { AppError } from '../errors.js';
 

@@ -40,7 +40,10 @@ describe('architecture', () => {
         [/groupCommit|sqlite\/group-commit|insert-batcher|sqliteDirect|pgPool|eventOffsets/, 'uses group commit or batching machinery'],
         [/from 'pg'|from 'better-sqlite3'|postgres\/driver/, 'imports a database driver'],
         [/\bsql`|sql\.raw|sql\.lit/, 'holds raw SQL'],
-        [/['"`]\s*(select\s+[\w*,\s.]+\sfrom\s|insert\s+into\s|update\s+\w+\s+set\s|delete\s+from\s|with\s+\w+\s+as\s*\()/i, 'holds a SQL statement in a string'],
+        [
+          /['"`]\s*(select\s+[\w*,\s.]+\sfrom\s|insert\s+into\s|update\s+\w+\s+set\s|delete\s+from\s|with\s+\w+\s+as\s*\()/i,
+          'holds a SQL statement in a string',
+        ],
         [/from '\.\.\/\.\.\/db\/(sqlite|postgres)\//, 'reaches into a storage adapter'],
       ];
       for (const [pattern, what] of checks) if (pattern.test(code)) offences.push(`${path} ${what}`);
@@ -79,7 +82,11 @@ describe('architecture', () => {
   it('migrations are frozen: they import nothing of the service', () => {
     const offences = files
       .filter((f) => f.path.startsWith('db/migrations/'))
-      .flatMap(({ file, path }) => importsOf(file).filter((t) => !t.startsWith('db/migrations/')).map((t) => `${path} -> ${t}`));
+      .flatMap(({ file, path }) =>
+        importsOf(file)
+          .filter((t) => !t.startsWith('db/migrations/'))
+          .map((t) => `${path} -> ${t}`),
+      );
     assert.deepEqual(offences, []);
   });
 

@@ -41,7 +41,11 @@ describe('benchmark device readers', () => {
 
     // 7-bit, 16-bit and 64-bit payload lengths (the last spans several reads); then one frame written in two pieces.
     const sentAt = new Map<number, number>();
-    for (const [offset, padding] of [[1, 10], [2, 5_000], [3, 200_000]] as const) {
+    for (const [offset, padding] of [
+      [1, 10],
+      [2, 5_000],
+      [3, 200_000],
+    ] as const) {
       sentAt.set(offset, monotonicMs());
       for (const ws of sockets) ws.send(eventFrame(offset, padding));
       await swarm.received(offset, 5_000);
@@ -71,7 +75,7 @@ describe('benchmark device readers', () => {
     server.close();
   });
 
-  it('count the floor server\'s rounds on plain sockets', async () => {
+  it("count the floor server's rounds on plain sockets", async () => {
     const floor = spawn(compiledTool('fan-out-floor.c'), ['2', '900'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines = createInterface({ input: floor.stdout! })[Symbol.asyncIterator]();
     const port = Number(String((await lines.next()).value).split(' ')[1]);

@@ -25,9 +25,37 @@ describe('admin CLI', () => {
     const org = await cli('admin', 'org', 'create', '--enterprise', enterprise.json.id, '--name', 'North High');
     assert.equal(org.code, 0, org.stderr);
     ids = { partner: partner.json.id, enterprise: enterprise.json.id, org: org.json.id };
-    const category = await cli('admin', 'category', 'create', '--org', ids.org, '--name', 'Lockdown', '--color', '#b71c1c', '--severity', '5', '--response-level', 'lockdown');
+    const category = await cli(
+      'admin',
+      'category',
+      'create',
+      '--org',
+      ids.org,
+      '--name',
+      'Lockdown',
+      '--color',
+      '#b71c1c',
+      '--severity',
+      '5',
+      '--response-level',
+      'lockdown',
+    );
     assert.equal(category.code, 0, category.stderr);
-    const user = await cli('admin', 'user', 'create', '--org', ids.org, '--first-name', 'Rosa', '--last-name', 'Parks', '--email', 'rosa@example.test', '--role', 'responder');
+    const user = await cli(
+      'admin',
+      'user',
+      'create',
+      '--org',
+      ids.org,
+      '--first-name',
+      'Rosa',
+      '--last-name',
+      'Parks',
+      '--email',
+      'rosa@example.test',
+      '--role',
+      'responder',
+    );
     assert.equal(user.code, 0, user.stderr);
   });
 
@@ -65,17 +93,28 @@ describe('admin CLI', () => {
       assert.equal(status, 401);
 
       const audit = await api.get(`/orgs/${ids.org}/audit-logs?eventCategory=api_key`);
-      assert.deepEqual(
-        audit.body.items.map((e: any) => e.eventType).sort(),
-        ['api_key.created', 'api_key.revoked', 'api_key.rotated'],
-      );
+      assert.deepEqual(audit.body.items.map((e: any) => e.eventType).sort(), ['api_key.created', 'api_key.revoked', 'api_key.rotated']);
     } finally {
       await server.stop();
     }
   });
 
   it('creates keys with allowed orgs and an expiry, and lists keys without secrets', async () => {
-    const key = await cli('admin', 'key', 'create', '--name', 'narrow', '--subject', `enterprise:${ids.enterprise}`, '--permissions', 'read', '--allowed-orgs', ids.org, '--active-until', '2030-01-01T00:00:00Z');
+    const key = await cli(
+      'admin',
+      'key',
+      'create',
+      '--name',
+      'narrow',
+      '--subject',
+      `enterprise:${ids.enterprise}`,
+      '--permissions',
+      'read',
+      '--allowed-orgs',
+      ids.org,
+      '--active-until',
+      '2030-01-01T00:00:00Z',
+    );
     assert.equal(key.code, 0, key.stderr);
     const list = await cli('admin', 'key', 'list');
     const narrow = list.json.items.find((k: any) => k.id === key.json.id);

@@ -219,10 +219,9 @@ describe('crash safety of acknowledged declares', () => {
     const byDescription = new Map<string, string[]>();
     let cursor: string | null = null;
     do {
-      const res = await fetch(
-        `http://127.0.0.1:${port}/api/public/v1/orgs/${orgId}/emergencies?limit=200${cursor ? `&cursor=${cursor}` : ''}`,
-        { headers: { authorization: `Bearer ${key}` } },
-      );
+      const res = await fetch(`http://127.0.0.1:${port}/api/public/v1/orgs/${orgId}/emergencies?limit=200${cursor ? `&cursor=${cursor}` : ''}`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       const page = (await res.json()) as { items: { emergencyId: string; description: string | null }[]; nextCursor: string | null };
       for (const e of page.items) {
         found.add(e.emergencyId);

@@ -18,7 +18,15 @@ describe('admin webhook commands (real executable)', () => {
   it('creates a subscription (secret shown once), lists it without secrets, pings it, and refuses private URLs in production', async () => {
     const org = await createOrgTree(server.ctx);
     const created = await runCli(server.databaseUrl, [
-      'admin', 'webhook', 'create', '--subject', `org:${org.orgId}`, '--url', `${receiver.url}/cli`, '--events', 'emergency.declared,emergency.resolved',
+      'admin',
+      'webhook',
+      'create',
+      '--subject',
+      `org:${org.orgId}`,
+      '--url',
+      `${receiver.url}/cli`,
+      '--events',
+      'emergency.declared,emergency.resolved',
     ]);
     assert.equal(created.code, 0, created.stderr);
     assert.deepEqual(Object.keys(created.json).sort(), ['id', 'secret']);
@@ -51,7 +59,12 @@ describe('admin webhook commands (real executable)', () => {
     assert.equal(deliveries.code, 0, deliveries.stderr);
     assert.equal(deliveries.json.subscriptionId, id);
 
-    const audit = await server.ctx.db.db.selectFrom('audit_logs').select('event_type').where('org_id', '=', org.orgId).where('event_category', '=', 'webhook').execute();
+    const audit = await server.ctx.db.db
+      .selectFrom('audit_logs')
+      .select('event_type')
+      .where('org_id', '=', org.orgId)
+      .where('event_category', '=', 'webhook')
+      .execute();
     assert.deepEqual(audit.map((a) => a.event_type).sort(), ['webhook.created', 'webhook.tested']);
   });
 });

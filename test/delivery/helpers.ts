@@ -82,9 +82,7 @@ export function verify(secret: string, req: ReceivedRequest): any {
 export const FAST_DISPATCHER: DispatcherOptions = { requestTimeoutMs: 1500, leaseMs: 3000, pollIntervalMs: 200 };
 
 /** A real server (REST + dispatcher) on its own fresh database, with a compressed retry schedule. */
-export async function startDeliveryServer(
-  options: { dispatcher?: DispatcherOptions | false; env?: Record<string, string> } = {},
-): Promise<TestServer> {
+export async function startDeliveryServer(options: { dispatcher?: DispatcherOptions | false; env?: Record<string, string> } = {}): Promise<TestServer> {
   return startTestServer({ WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2', ...options.env }, { dispatcher: options.dispatcher ?? FAST_DISPATCHER });
 }
 
@@ -125,7 +123,13 @@ export async function runCli(databaseUrl: string, args: string[], env: Record<st
 export async function spawnWorker(databaseUrl: string, args: string[] = []): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['bin/emergency-api.js', 'worker', ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: process.env.WORKER_LOG_LEVEL ?? 'silent', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true', WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2' },
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      LOG_LEVEL: process.env.WORKER_LOG_LEVEL ?? 'silent',
+      WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+      WEBHOOK_RETRY_SCHEDULE: '0.2,0.2,0.2',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';

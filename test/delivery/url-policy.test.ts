@@ -11,8 +11,23 @@ describe('webhook target policy', () => {
   it('accepts only globally routable addresses', () => {
     for (const ok of ['93.184.216.34', '8.8.8.8', '2606:4700:4700::1111']) assert.equal(isPublicAddress(ok), true, ok);
     for (const bad of [
-      '127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '224.0.0.1',
-      '255.255.255.255', '::1', '::', 'fe80::1', 'fc00::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1', '2002:7f00:1::1', 'not-an-ip',
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.16.0.1',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '224.0.0.1',
+      '255.255.255.255',
+      '::1',
+      '::',
+      'fe80::1',
+      'fc00::1',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+      '2002:7f00:1::1',
+      'not-an-ip',
     ]) {
       assert.equal(isPublicAddress(bad), false, bad);
     }
@@ -89,12 +104,31 @@ describe('webhook target policy', () => {
 
   it('spreads retries by ±20 % around the schedule, lets Retry-After push them later, and stops at its end', () => {
     const schedule = [5, 300, 1800];
-    assert.equal(nextRetryDelayMs(schedule, 1, null, () => 0), 4000);
-    assert.equal(nextRetryDelayMs(schedule, 1, null, () => 1), 6000);
-    assert.equal(nextRetryDelayMs(schedule, 2, null, () => 0.5), 300_000);
-    assert.equal(nextRetryDelayMs(schedule, 1, 60_000, () => 0.5), 60_000);
-    assert.equal(nextRetryDelayMs(schedule, 3, 1000, () => 0.5), 1_800_000);
+    assert.equal(
+      nextRetryDelayMs(schedule, 1, null, () => 0),
+      4000,
+    );
+    assert.equal(
+      nextRetryDelayMs(schedule, 1, null, () => 1),
+      6000,
+    );
+    assert.equal(
+      nextRetryDelayMs(schedule, 2, null, () => 0.5),
+      300_000,
+    );
+    assert.equal(
+      nextRetryDelayMs(schedule, 1, 60_000, () => 0.5),
+      60_000,
+    );
+    assert.equal(
+      nextRetryDelayMs(schedule, 3, 1000, () => 0.5),
+      1_800_000,
+    );
     assert.equal(nextRetryDelayMs(schedule, 4, null), null);
-    assert.equal(nextRetryDelayMs(schedule, 1, 30 * 24 * 3600 * 1000, () => 0.5), 24 * 3600 * 1000, 'Retry-After is capped at a day');
+    assert.equal(
+      nextRetryDelayMs(schedule, 1, 30 * 24 * 3600 * 1000, () => 0.5),
+      24 * 3600 * 1000,
+      'Retry-After is capped at a day',
+    );
   });
 });

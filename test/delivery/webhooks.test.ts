@@ -2,13 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createEnterprise, createOrg, createPartner } from '../../src/domain/orgs/service.js';
-import {
-  createSubscription,
-  getSubscription,
-  listDeliveryAttempts,
-  replayDeliveries,
-  rotateSubscriptionSecret,
-} from '../../src/domain/webhooks/service.js';
+import { createSubscription, getSubscription, listDeliveryAttempts, replayDeliveries, rotateSubscriptionSecret } from '../../src/domain/webhooks/service.js';
 import { sendTestPing } from '../../src/delivery/ping.js';
 import type { SubscriptionSpec } from '../../src/domain/webhooks/schema.js';
 import { client } from '../helpers/http.js';
@@ -135,11 +129,14 @@ describe('webhook delivery', () => {
       return l.queue.delivered === 1 ? l : null;
     });
     const attempts = [...log.items].reverse();
-    assert.deepEqual(attempts.map((a) => [a.attempt, a.outcome, a.responseCode]), [
-      [1, 'failed', 500],
-      [2, 'failed', 500],
-      [3, 'succeeded', 200],
-    ]);
+    assert.deepEqual(
+      attempts.map((a) => [a.attempt, a.outcome, a.responseCode]),
+      [
+        [1, 'failed', 500],
+        [2, 'failed', 500],
+        [3, 'succeeded', 200],
+      ],
+    );
     assert.ok(attempts[0]!.responseBody!.startsWith('temporary failure 0'));
     assert.equal(Buffer.byteLength(attempts[0]!.responseBody!), 1024, 'only the first 1 KiB of a response is kept');
     const ids = receiver.forPath('/flaky').map((r) => r.headers['webhook-id']);
@@ -152,7 +149,8 @@ describe('webhook delivery', () => {
     const org = await createOrgTree(server.ctx);
     const sub = await subscribe('/slow', { subjectType: 'org', subjectId: org.orgId });
     receiver.respond('/slow', (_req, res, index) => {
-      if (index === 0) setTimeout(() => res.writeHead(200).end(), 5000).unref(); // beyond the 1.5 s test timeout
+      if (index === 0)
+        setTimeout(() => res.writeHead(200).end(), 5000).unref(); // beyond the 1.5 s test timeout
       else res.writeHead(200).end();
     });
     await (await apiFor(org.orgId)).post(`/orgs/${org.orgId}/emergencies`, {});
@@ -161,10 +159,13 @@ describe('webhook delivery', () => {
       return l.queue.delivered === 1 ? l : null;
     });
     const attempts = [...log.items].reverse();
-    assert.deepEqual(attempts.map((a) => [a.outcome, a.responseCode, a.error]), [
-      ['failed', null, 'timeout'],
-      ['succeeded', 200, null],
-    ]);
+    assert.deepEqual(
+      attempts.map((a) => [a.outcome, a.responseCode, a.error]),
+      [
+        ['failed', null, 'timeout'],
+        ['succeeded', 200, null],
+      ],
+    );
   });
 
   it('gives up after the last retry of the schedule', async () => {
@@ -271,7 +272,9 @@ describe('webhook delivery with more subscriptions than process-wide slots', () 
   let server: TestServer;
   let receiver: Receiver;
   before(async () => {
-    server = await startDeliveryServer({ dispatcher: { requestTimeoutMs: 1500, leaseMs: 3000, pollIntervalMs: 200, maxInFlight: 2, perSubscriptionConcurrency: 1 } });
+    server = await startDeliveryServer({
+      dispatcher: { requestTimeoutMs: 1500, leaseMs: 3000, pollIntervalMs: 200, maxInFlight: 2, perSubscriptionConcurrency: 1 },
+    });
     receiver = await startReceiver();
   });
   after(async () => {

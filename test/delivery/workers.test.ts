@@ -30,7 +30,8 @@ describe('standalone webhook workers', () => {
     let firstArrived: () => void;
     const arrived = new Promise<void>((r) => (firstArrived = r));
     receiver.respond('/crash', (_req, res, index) => {
-      if (index === 0) firstArrived(); // never answered: the worker dies while waiting
+      if (index === 0)
+        firstArrived(); // never answered: the worker dies while waiting
       else res.writeHead(200).end();
     });
     // A short lease so the test does not wait for the production one (request timeout + 30 s).
@@ -55,10 +56,14 @@ describe('standalone webhook workers', () => {
     await killHard(second);
   });
 
-  it('two workers on PostgreSQL deliver every event once', { skip: !onPostgres && 'PostgreSQL-specific: concurrent workers claim with FOR UPDATE SKIP LOCKED; SQLite runs one worker process (runs in CI on PostgreSQL)' }, async () => {
+  it('two workers on PostgreSQL deliver every event once', {
+    skip: !onPostgres && 'PostgreSQL-specific: concurrent workers claim with FOR UPDATE SKIP LOCKED; SQLite runs one worker process (runs in CI on PostgreSQL)',
+  }, async () => {
     const org = await createOrgTree(server.ctx);
     const subs = await Promise.all(
-      ['/pair-1', '/pair-2'].map((path) => createSubscription(server.ctx, operatorCaller(), { subjectType: 'org', subjectId: org.orgId, url: `${receiver.url}${path}` })),
+      ['/pair-1', '/pair-2'].map((path) =>
+        createSubscription(server.ctx, operatorCaller(), { subjectType: 'org', subjectId: org.orgId, url: `${receiver.url}${path}` }),
+      ),
     );
     const workerArgs = ['--poll-seconds', '0.2'];
     const workers = await Promise.all([spawnWorker(server.databaseUrl, workerArgs), spawnWorker(server.databaseUrl, workerArgs)]);
@@ -78,7 +83,16 @@ describe('standalone webhook workers', () => {
       assert.equal(new Set(ids).size, expected, 'no event was sent twice');
     }
     // A worker records its attempts shortly after their answers, in batches.
-    const attempts = () => server.ctx.db.db.selectFrom('webhook_attempts').select(['worker_id']).where('subscription_id', 'in', subs.map((s) => s.id)).execute();
+    const attempts = () =>
+      server.ctx.db.db
+        .selectFrom('webhook_attempts')
+        .select(['worker_id'])
+        .where(
+          'subscription_id',
+          'in',
+          subs.map((s) => s.id),
+        )
+        .execute();
     await waitFor('every attempt recorded', async () => (await attempts()).length >= expected * 2, 10_000);
     assert.equal((await attempts()).length, expected * 2, 'one attempt per delivery');
     for (const w of workers) await killHard(w);

@@ -71,7 +71,11 @@ describe('device admin CLI and simulator', () => {
     const lines = collectLines(sim);
     try {
       await waitFor(() => lines.err.some((l) => l.startsWith('connected')), 'the simulator to connect', 60_000);
-      await client(first.base, key).post(`/orgs/${org.orgId}/emergencies`, { categoryName: 'Fire', description: 'Smoke on floor 2', location: { floorId: '2' } });
+      await client(first.base, key).post(`/orgs/${org.orgId}/emergencies`, {
+        categoryName: 'Fire',
+        description: 'Smoke on floor 2',
+        location: { floorId: '2' },
+      });
       await waitFor(() => lines.out.length === 1, 'the first alert');
       assert.match(lines.out[0]!, /#1 EMERGENCY DECLARED \| Fire \(severity 5, #D32F2F\) \| "Smoke on floor 2" \| at floor 2/);
 
@@ -98,7 +102,10 @@ describe('device admin CLI and simulator', () => {
 
 function collectLines(child: ChildProcessWithoutNullStreams) {
   const lines = { out: [] as string[], err: [] as string[] };
-  for (const [stream, into] of [[child.stdout, lines.out], [child.stderr, lines.err]] as const) {
+  for (const [stream, into] of [
+    [child.stdout, lines.out],
+    [child.stderr, lines.err],
+  ] as const) {
     let buffered = '';
     stream.on('data', (chunk: Buffer) => {
       buffered += chunk.toString();

@@ -32,18 +32,29 @@ describe('device gateway', () => {
     await api.post(`/orgs/${org.orgId}/emergencies/${id}/resolutions`, { resolutionNote: 'all clear' });
     await ws.until(() => ws.events.length === 3, 2_000, 'three events');
 
-    assert.deepEqual(ws.events.map((e) => [e.offset, e.event.eventType, e.event.sequence]), [
-      [1, 'emergency.declared', 1],
-      [2, 'emergency.categorized', 2],
-      [3, 'emergency.resolved', 3],
-    ]);
+    assert.deepEqual(
+      ws.events.map((e) => [e.offset, e.event.eventType, e.event.sequence]),
+      [
+        [1, 'emergency.declared', 1],
+        [2, 'emergency.categorized', 2],
+        [3, 'emergency.resolved', 3],
+      ],
+    );
     const first = ws.events[0]!;
     assert.deepEqual(Object.keys(first).sort(), ['event', 'offset', 'type']);
     assert.equal(first.event.orgId, org.orgId);
     assert.equal(first.event.data.emergency.description, 'Smoke on floor 2');
     assert.equal(first.event.data.emergency.category.name, 'Fire');
-    const stored = await server.ctx.db.db.selectFrom('events').select(['stream_offset', 'payload']).where('org_id', '=', org.orgId).orderBy('stream_offset').execute();
-    assert.deepEqual(ws.events.map((e) => e.event), stored.map((r) => JSON.parse(r.payload)));
+    const stored = await server.ctx.db.db
+      .selectFrom('events')
+      .select(['stream_offset', 'payload'])
+      .where('org_id', '=', org.orgId)
+      .orderBy('stream_offset')
+      .execute();
+    assert.deepEqual(
+      ws.events.map((e) => e.event),
+      stored.map((r) => JSON.parse(r.payload)),
+    );
 
     ws.send({ type: 'ack', offset: 3 });
     await ws.until(() => false, 300, 'ack flush').catch(() => undefined);
@@ -103,8 +114,17 @@ describe('device gateway', () => {
     assert.equal(ws.closeCode, 4401);
     const revoked = await refusedUpgrade(server.wsUrl, { authorization: `Bearer ${device.token}` });
     assert.equal(revoked.status, 401);
-    const audit = await server.ctx.db.db.selectFrom('audit_logs').select(['event_type', 'resource_id']).where('org_id', '=', org.orgId).where('event_category', '=', 'device').orderBy('occurred_at').execute();
-    assert.deepEqual(audit.map((a) => a.event_type), ['device.created', 'device.revoked']);
+    const audit = await server.ctx.db.db
+      .selectFrom('audit_logs')
+      .select(['event_type', 'resource_id'])
+      .where('org_id', '=', org.orgId)
+      .where('event_category', '=', 'device')
+      .orderBy('occurred_at')
+      .execute();
+    assert.deepEqual(
+      audit.map((a) => a.event_type),
+      ['device.created', 'device.revoked'],
+    );
     assert.ok(audit.every((a) => a.resource_id === device.id));
   });
 
@@ -158,7 +178,10 @@ describe('device gateway', () => {
       // autoPong off: this client never answers anything, like a hung base station.
       const silent = await connectDevice(quick.wsUrl, device.token, { autoPong: false });
       await silent.until(() => silent.frames.some((f) => f.type === 'ping'), 2_000, 'a ping frame');
-      assert.deepEqual(silent.frames.find((f) => f.type === 'ping'), { type: 'ping' });
+      assert.deepEqual(
+        silent.frames.find((f) => f.type === 'ping'),
+        { type: 'ping' },
+      );
       await silent.until(() => silent.closeCode !== null, 10_000, 'the silent device to be dropped');
       assert.equal(silent.closeCode, 4408);
 
@@ -191,18 +214,24 @@ describe('device gateway', () => {
       assert.equal(slow.closeCode, 4429);
       const got = slow.offsets();
       assert.ok(got.length < declared, `the slow device was cut off (got ${got.length} of ${declared})`);
-      assert.deepEqual(got, got.map((_, i) => i + 1), 'what it did get is a gap-free prefix');
+      assert.deepEqual(
+        got,
+        got.map((_, i) => i + 1),
+        'what it did get is a gap-free prefix',
+      );
       const resumed = await connectDevice(slowServer.wsUrl, device.token, { after: got.at(-1) ?? 0 });
 
       await resumed.until(() => resumed.events.length === declared - got.length, 20_000, 'the rest');
-      assert.deepEqual([...got, ...resumed.offsets()], Array.from({ length: declared }, (_, i) => i + 1));
+      assert.deepEqual(
+        [...got, ...resumed.offsets()],
+        Array.from({ length: declared }, (_, i) => i + 1),
+      );
       await resumed.close();
     } finally {
       await slowServer.close();
     }
   });
 });
-
 
 async function waitForDevice(server: DeviceTestServer, orgId: string, predicate: (d: Awaited<ReturnType<typeof listDevices>>[number]) => boolean) {
   for (let i = 0; i < 100; i++) {
@@ -212,4 +241,3 @@ async function waitForDevice(server: DeviceTestServer, orgId: string, predicate:
   }
   throw new Error('device state did not change');
 }
-

@@ -7,7 +7,9 @@ import { createOrgTree, mintKey } from '../helpers/server.js';
 import { connectDevice, type DeviceTestServer, startDeviceServer } from './support.js';
 import { onPostgres } from '../helpers/db.js';
 
-describe('several server instances on one PostgreSQL database', { skip: onPostgres ? false : 'needs PostgreSQL: set DATABASE_URL=postgres://... (SQLite serves one instance per database)' }, () => {
+describe('several server instances on one PostgreSQL database', {
+  skip: onPostgres ? false : 'needs PostgreSQL: set DATABASE_URL=postgres://... (SQLite serves one instance per database)',
+}, () => {
   let a: DeviceTestServer;
   let b: DeviceTestServer;
   before(async () => {
@@ -37,7 +39,10 @@ describe('several server instances on one PostgreSQL database', { skip: onPostgr
 
     const second = await onB.post(`/orgs/${org.orgId}/emergencies`, { description: 'written on B' });
     await wsA.until(() => wsA.events.length === 2, 1_000, 'both events on A');
-    assert.deepEqual(wsA.events.map((e) => e.event.emergencyId), [first.body.emergencyId, second.body.emergencyId]);
+    assert.deepEqual(
+      wsA.events.map((e) => e.event.emergencyId),
+      [first.body.emergencyId, second.body.emergencyId],
+    );
     await wsB.until(() => wsB.events.length === 2);
 
     // B's device goes away; A writes; it resumes on B and gets exactly what it missed.
@@ -47,7 +52,10 @@ describe('several server instances on one PostgreSQL database', { skip: onPostgr
     const resumed = await connectDevice(b.wsUrl, deviceB.token, { after: 2 });
     await resumed.until(() => resumed.events.length === 3, 2_000, 'the missed events');
     assert.deepEqual(resumed.offsets(), [3, 4, 5]);
-    assert.deepEqual(resumed.events.map((e) => e.event.emergencyId), missed);
+    assert.deepEqual(
+      resumed.events.map((e) => e.event.emergencyId),
+      missed,
+    );
     await Promise.all([resumed.close(), wsA.close()]);
   });
 });

@@ -27,11 +27,14 @@ describe('device delivery of tool-server writes', () => {
       await mcp.client.callTool({ name: 'update_emergency', arguments: { orgId: org.orgId, emergencyId: id, categoryName: 'Medical' } });
       await mcp.client.callTool({ name: 'resolve_emergency', arguments: { orgId: org.orgId, emergencyId: id } });
       await ws.until(() => ws.events.length === 3, 2_000, 'three frames');
-      assert.deepEqual(ws.events.map((e) => [e.event.eventType, e.event.sequence]), [
-        ['emergency.declared', 1],
-        ['emergency.categorized', 2],
-        ['emergency.resolved', 3],
-      ]);
+      assert.deepEqual(
+        ws.events.map((e) => [e.event.eventType, e.event.sequence]),
+        [
+          ['emergency.declared', 1],
+          ['emergency.categorized', 2],
+          ['emergency.resolved', 3],
+        ],
+      );
       const metrics = await (await fetch(`${server.url}/metrics`)).text();
       assert.match(metrics, /^devices_connected 1$/m);
       assert.match(metrics, /^device_event_latency_seconds_count 3$/m);

@@ -18,7 +18,9 @@ export interface DeviceTestServer extends RunningServer {
  * A real server (like startTestServer) whose gateway timings can be shortened. Pass `databaseUrl` of
  * another test server to run a second instance on the same database.
  */
-export async function startDeviceServer(options: { devices?: Partial<DeviceGatewayOptions>; databaseUrl?: string; port?: number } = {}): Promise<DeviceTestServer> {
+export async function startDeviceServer(
+  options: { devices?: Partial<DeviceGatewayOptions>; databaseUrl?: string; port?: number } = {},
+): Promise<DeviceTestServer> {
   const fresh = options.databaseUrl ? null : freshDatabaseUrl();
   const databaseUrl = options.databaseUrl ?? fresh!.url;
   const config = loadConfig({ ...TEST_ENV, PORT: String(options.port ?? 0), DATABASE_URL: databaseUrl });
@@ -121,7 +123,11 @@ export function connectDevice(wsUrl: string, token: string, options: { after?: n
 }
 
 /** Attempts an upgrade that should be refused; returns the HTTP response. */
-export function refusedUpgrade(wsUrl: string, headers: Record<string, string>, query = ''): Promise<{ status: number; headers: IncomingMessage['headers']; body: any }> {
+export function refusedUpgrade(
+  wsUrl: string,
+  headers: Record<string, string>,
+  query = '',
+): Promise<{ status: number; headers: IncomingMessage['headers']; body: any }> {
   const ws = new WebSocket(`${wsUrl}${query}`, { headers });
   return new Promise((resolve, reject) => {
     ws.once('open', () => {

@@ -37,13 +37,37 @@ const anyValue = fc.oneof(
 );
 
 const FIELDS = [
-  'externalId', 'categoryId', 'categoryName', 'source', 'description', 'occurredAt', 'location', 'metadata', 'declaredBy',
-  'resolutionNote', 'resolvedAt', 'resolvedBy', 'content', 'author', 'attachments', 'attachment', 'caption', '__proto__', 'constructor',
+  'externalId',
+  'categoryId',
+  'categoryName',
+  'source',
+  'description',
+  'occurredAt',
+  'location',
+  'metadata',
+  'declaredBy',
+  'resolutionNote',
+  'resolvedAt',
+  'resolvedBy',
+  'content',
+  'author',
+  'attachments',
+  'attachment',
+  'caption',
+  '__proto__',
+  'constructor',
 ];
 
 const plausible = fc.constantFrom<unknown>(
-  'Fire', 'medical', '2026-11-21T17:44:29.123Z', { latitude: 1, longitude: 2, floorId: 'F\u00002' }, { id: 'u', name: 'n\u0000' },
-  { type: 'user', name: 'x' }, [{ src: 'https://example.com/a.png', caption: 'c\u0000' }], 'https://[::127.0.0.1]/x', 'data:image/png;base64,AAAA',
+  'Fire',
+  'medical',
+  '2026-11-21T17:44:29.123Z',
+  { latitude: 1, longitude: 2, floorId: 'F\u00002' },
+  { id: 'u', name: 'n\u0000' },
+  { type: 'user', name: 'x' },
+  [{ src: 'https://example.com/a.png', caption: 'c\u0000' }],
+  'https://[::127.0.0.1]/x',
+  'data:image/png;base64,AAAA',
 );
 
 const body = fc.oneof(
@@ -107,25 +131,63 @@ describe('fuzz: every route and tool, zero 5xx', () => {
     const o = orgId.map(encode);
     const e = emergencyId.map(encode);
     const routes: fc.Arbitrary<Request>[] = [
-      rest('GET', fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/emergencies/categories?${queryString(q)}`), false),
-      rest('POST', o.map((a) => `/orgs/${a}/emergencies`), true),
-      rest('GET', fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/emergencies?${queryString(q)}`), false),
-      rest('GET', fc.tuple(o, e).map(([a, b]) => `/orgs/${a}/emergencies/${b}`), false),
-      rest('PATCH', fc.tuple(o, e).map(([a, b]) => `/orgs/${a}/emergencies/${b}`), true),
-      rest('POST', fc.tuple(o, e).map(([a, b]) => `/orgs/${a}/emergencies/${b}/resolutions`), true),
-      rest('POST', fc.tuple(o, e).map(([a, b]) => `/orgs/${a}/emergencies/${b}/messages`), true),
-      rest('GET', fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/users?${queryString(q)}`), false),
-      rest('GET', fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/audit-logs?${queryString(q)}`), false),
-      fc.tuple(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'), fc.array(hostileText.map(encode), { maxLength: 6 }), fc.string({ maxLength: 100 })).map(
-        ([method, segments, raw]): Request => ({ kind: 'rest', method, path: `/${segments.join('/')}`, raw: method === 'GET' ? undefined : raw }),
+      rest(
+        'GET',
+        fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/emergencies/categories?${queryString(q)}`),
+        false,
       ),
+      rest(
+        'POST',
+        o.map((a) => `/orgs/${a}/emergencies`),
+        true,
+      ),
+      rest(
+        'GET',
+        fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/emergencies?${queryString(q)}`),
+        false,
+      ),
+      rest(
+        'GET',
+        fc.tuple(o, e).map(([a, b]) => `/orgs/${a}/emergencies/${b}`),
+        false,
+      ),
+      rest(
+        'PATCH',
+        fc.tuple(o, e).map(([a, b]) => `/orgs/${a}/emergencies/${b}`),
+        true,
+      ),
+      rest(
+        'POST',
+        fc.tuple(o, e).map(([a, b]) => `/orgs/${a}/emergencies/${b}/resolutions`),
+        true,
+      ),
+      rest(
+        'POST',
+        fc.tuple(o, e).map(([a, b]) => `/orgs/${a}/emergencies/${b}/messages`),
+        true,
+      ),
+      rest(
+        'GET',
+        fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/users?${queryString(q)}`),
+        false,
+      ),
+      rest(
+        'GET',
+        fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/audit-logs?${queryString(q)}`),
+        false,
+      ),
+      fc
+        .tuple(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'), fc.array(hostileText.map(encode), { maxLength: 6 }), fc.string({ maxLength: 100 }))
+        .map(([method, segments, raw]): Request => ({ kind: 'rest', method, path: `/${segments.join('/')}`, raw: method === 'GET' ? undefined : raw })),
     ];
     const TOOLS = ['list_categories', 'list_emergencies', 'get_emergency', 'list_audit_logs', 'create_emergency', 'update_emergency', 'resolve_emergency'];
     const toolArguments = fc.tuple(orgId, emergencyId, fc.dictionary(fc.constantFrom(...FIELDS, ...QUERY_KEYS), fc.oneof(anyValue, plausible), { maxKeys: 4 }));
-    const toolCall = fc.tuple(fc.constantFrom(...TOOLS), toolArguments).map(([name, [oid, eid, rest]]): Request => ({
-      kind: 'mcp',
-      message: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { orgId: oid, emergencyId: eid, ...rest } } },
-    }));
+    const toolCall = fc.tuple(fc.constantFrom(...TOOLS), toolArguments).map(
+      ([name, [oid, eid, rest]]): Request => ({
+        kind: 'mcp',
+        message: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: { orgId: oid, emergencyId: eid, ...rest } } },
+      }),
+    );
     const rawRpc = fc.oneof(anyValue, fc.array(anyValue, { maxLength: 3 })).map((message): Request => ({ kind: 'mcp', message }));
     const request = fc.oneof(...routes.map((arbitrary) => ({ weight: 2, arbitrary })), { weight: 6, arbitrary: toolCall }, { weight: 1, arbitrary: rawRpc });
 

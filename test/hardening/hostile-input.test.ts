@@ -62,7 +62,11 @@ describe('hostile input', () => {
       ['recategorize', () => api.patch(`/orgs/${org.orgId}/emergencies/${emergencyId}`, { categoryName: nul }), ['body', 'categoryName']],
       ['resolution note', () => api.post(`/orgs/${org.orgId}/emergencies/${emergencyId}/resolutions`, { resolutionNote: nul }), ['body', 'resolutionNote']],
       ['message content', () => api.post(`/orgs/${org.orgId}/emergencies/${emergencyId}/messages`, { content: nul }), ['body', 'content']],
-      ['message author', () => api.post(`/orgs/${org.orgId}/emergencies/${emergencyId}/messages`, { content: 'x', author: { type: 'user', name: nul } }), ['body', 'author', 'name']],
+      [
+        'message author',
+        () => api.post(`/orgs/${org.orgId}/emergencies/${emergencyId}/messages`, { content: 'x', author: { type: 'user', name: nul } }),
+        ['body', 'author', 'name'],
+      ],
       [
         'attachment caption',
         () => api.post(`/orgs/${org.orgId}/emergencies/${emergencyId}/messages`, { attachments: [{ src: 'https://example.com/a.png', caption: nul }] }),
@@ -140,7 +144,10 @@ describe('hostile input', () => {
       assert.equal(declared.body.orgId, org.orgId);
       const listed = await api.get(`/orgs/${upper}/emergencies?externalId=upper-1`);
       assert.equal(listed.status, 200);
-      assert.deepEqual(listed.body.items.map((e: any) => e.emergencyId), [declared.body.emergencyId]);
+      assert.deepEqual(
+        listed.body.items.map((e: any) => e.emergencyId),
+        [declared.body.emergencyId],
+      );
       const read = await api.get(`/orgs/${upper}/emergencies/${declared.body.emergencyId}`);
       assert.equal(read.status, 200);
       assert.equal(read.body.emergencyId, declared.body.emergencyId);
@@ -323,7 +330,10 @@ describe('unauthenticated floods', () => {
     const statuses: number[] = [];
     for (let i = 0; i < 20; i++) statuses.push((await client(server.base, randomKey()).get(`/orgs/${org.orgId}/emergencies`)).status);
     // A burst of five failures (1/s × 5) are 401s; the rest of the flood is 429 with Retry-After.
-    assert.ok(statuses.slice(0, 5).every((s) => s === 401), statuses.join(','));
+    assert.ok(
+      statuses.slice(0, 5).every((s) => s === 401),
+      statuses.join(','),
+    );
     assert.equal(statuses.at(-1), 429);
     const throttled = await client(server.base, randomKey()).get(`/orgs/${org.orgId}/emergencies`);
     assert.equal(throttled.status, 429);

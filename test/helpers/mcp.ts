@@ -18,7 +18,11 @@ export interface McpConnection {
  * The SDK's real client over streamable HTTP. With `sse`, requests say they prefer an event stream
  * (the SDK client itself always sends `application/json, text/event-stream`), so responses come as SSE.
  */
-export async function connectMcp(baseUrl: string, key: string, options: { sse?: boolean; listTools?: boolean; headers?: Record<string, string> } = {}): Promise<McpConnection> {
+export async function connectMcp(
+  baseUrl: string,
+  key: string,
+  options: { sse?: boolean; listTools?: boolean; headers?: Record<string, string> } = {},
+): Promise<McpConnection> {
   const preferSse: typeof fetch = (input, init) => {
     const headers = new Headers(init?.headers);
     if (init?.method === 'POST') headers.set('accept', 'text/event-stream, application/json');

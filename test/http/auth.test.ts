@@ -155,18 +155,12 @@ describe('authentication and tenancy', () => {
     });
 
     it('narrows a key to its allowedOrgIds', async () => {
-      const api = client(
-        server.base,
-        (await mintKey(server.ctx, { subjectType: 'enterprise', subjectId: a.enterpriseId, allowedOrgIds: [aSibling] })).key,
-      );
+      const api = client(server.base, (await mintKey(server.ctx, { subjectType: 'enterprise', subjectId: a.enterpriseId, allowedOrgIds: [aSibling] })).key);
       assert.equal((await api.get(`/orgs/${aSibling}/emergencies`)).status, 200);
       const res = await api.get(`/orgs/${a.orgId}/emergencies`);
       assert.equal(res.status, 403);
       assert.equal(res.body.detail.error, 'org_not_covered');
-      const outsideTree = client(
-        server.base,
-        (await mintKey(server.ctx, { subjectType: 'org', subjectId: a.orgId, allowedOrgIds: [b.orgId] })).key,
-      );
+      const outsideTree = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: a.orgId, allowedOrgIds: [b.orgId] })).key);
       assert.equal((await outsideTree.get(`/orgs/${b.orgId}/emergencies`)).status, 403, 'allowedOrgIds never widens the subject');
     });
 

@@ -81,7 +81,12 @@ describe('concurrent writes', () => {
       outcomes.map((o) => (o.status === 'fulfilled' ? o.value : (o.reason as Error).message)),
       Array.from({ length: 20 }, (_, i) => (i % 2 === 1 ? `write ${i} refused` : i)),
     );
-    const rows = await server.ctx.db.db.selectFrom('audit_logs').select('event_type').where('org_id', '=', org.orgId).where('event_category', '=', 'test').execute();
+    const rows = await server.ctx.db.db
+      .selectFrom('audit_logs')
+      .select('event_type')
+      .where('org_id', '=', org.orgId)
+      .where('event_category', '=', 'test')
+      .execute();
     assert.deepEqual(rows.map((r) => r.event_type).sort(), Array.from({ length: 10 }, (_, i) => `write.${i * 2}`).sort());
   });
 

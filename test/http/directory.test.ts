@@ -28,7 +28,13 @@ describe('categories, users and audit log', () => {
     org = await createOrgTree(server.ctx);
     await createCategory(server.ctx, org.orgId, { name: 'Active Threat', color: '#880E4F', severity: 5, responseLevel: 'lockdown' });
     await createCategory(server.ctx, org.orgId, { name: 'Hold', color: '#FBC02D', severity: 2, responseLevel: 'hold' });
-    for (const [f, l] of [['Grace', 'Hopper'], ['Ada', 'Lovelace'], ['Alan', 'Turing'], ['Barbara', 'Liskov'], ['Anita', 'Borg']]) {
+    for (const [f, l] of [
+      ['Grace', 'Hopper'],
+      ['Ada', 'Lovelace'],
+      ['Alan', 'Turing'],
+      ['Barbara', 'Liskov'],
+      ['Anita', 'Borg'],
+    ]) {
       await addUser(server.ctx, org.orgId, f!, l!);
     }
     const key = await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId, name: 'dir key' });
@@ -41,7 +47,13 @@ describe('categories, users and audit log', () => {
     const items = await collect(api, `/orgs/${org.orgId}/emergencies/categories`, 2);
     assert.deepEqual(
       items.map((c) => [c.name, c.severity]),
-      [['Active Threat', 5], ['Fire', 5], ['Medical', 3], ['Hold', 2], ['Uncategorized', 0]],
+      [
+        ['Active Threat', 5],
+        ['Fire', 5],
+        ['Medical', 3],
+        ['Hold', 2],
+        ['Uncategorized', 0],
+      ],
     );
     const uncategorized = items.find((c) => c.name === 'Uncategorized');
     assert.equal(uncategorized.isSystem, true);
@@ -55,7 +67,10 @@ describe('categories, users and audit log', () => {
 
   it('lists users by last name, first name with their organization tree', async () => {
     const items = await collect(api, `/orgs/${org.orgId}/users`, 2);
-    assert.deepEqual(items.map((u) => u.lastName), ['Borg', 'Hopper', 'Liskov', 'Lovelace', 'Turing']);
+    assert.deepEqual(
+      items.map((u) => u.lastName),
+      ['Borg', 'Hopper', 'Liskov', 'Lovelace', 'Turing'],
+    );
     const u = items[0];
     assert.equal(u.firstName, 'Anita');
     assert.equal(u.email, 'anita.borg@example.test');
@@ -83,11 +98,14 @@ describe('categories, users and audit log', () => {
     const res = await api.get(`/orgs/${org.orgId}/audit-logs?eventCategory=emergency`);
     assert.equal(res.status, 200);
     const mine = res.body.items.filter((e: any) => e.resource.id === declared.body.emergencyId);
-    assert.deepEqual(mine.map((e: any) => [e.eventType, e.requestId]), [
-      ['emergency.resolved', 'audit-resolve'],
-      ['emergency.categorized', 'audit-patch'],
-      ['emergency.declared', 'audit-declare'],
-    ]);
+    assert.deepEqual(
+      mine.map((e: any) => [e.eventType, e.requestId]),
+      [
+        ['emergency.resolved', 'audit-resolve'],
+        ['emergency.categorized', 'audit-patch'],
+        ['emergency.declared', 'audit-declare'],
+      ],
+    );
     for (const entry of mine) {
       assert.deepEqual(entry.actor, { type: 'api_key', id: keyId, name: 'dir key' });
       assert.deepEqual(entry.resource, { type: 'emergency', id: declared.body.emergencyId });

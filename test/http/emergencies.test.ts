@@ -95,7 +95,8 @@ describe('emergencies over REST', () => {
     it('answers a reused externalId with 409 and the existing id, creating nothing and emitting nothing', async () => {
       const first = await api.post(path, { externalId: 'dup-1' });
       assert.equal(first.status, 201);
-      const offsetBefore = (await server.ctx.db.db.selectFrom('orgs').select('event_offset').where('id', '=', org.orgId).executeTakeFirstOrThrow()).event_offset;
+      const offsetBefore = (await server.ctx.db.db.selectFrom('orgs').select('event_offset').where('id', '=', org.orgId).executeTakeFirstOrThrow())
+        .event_offset;
       const second = await api.post(path, { externalId: 'dup-1', description: 'retry' });
       assert.equal(second.status, 409);
       assert.equal(second.body.detail.error, 'external_id_conflict');
@@ -141,7 +142,10 @@ describe('emergencies over REST', () => {
       const id = declared.body.emergencyId;
       const misspelt = await api.patch(`${path}/${id}`, { categoryName: 'Fire', description: 'not a PATCH field' });
       assert.equal(misspelt.status, 422);
-      assert.deepEqual(misspelt.body.detail.map((d: { loc: unknown }) => d.loc), [['body', 'description']]);
+      assert.deepEqual(
+        misspelt.body.detail.map((d: { loc: unknown }) => d.loc),
+        [['body', 'description']],
+      );
       const first = await api.patch(`${path}/${id}`, { categoryName: 'Fire' });
       assert.equal(first.status, 200);
       assert.equal(first.body.status, 'categorized');
@@ -153,11 +157,14 @@ describe('emergencies over REST', () => {
       const third = await api.patch(`${path}/${id}`, { categoryId: org.categories.Medical });
       assert.equal(third.body.category.name, 'Medical');
       const events = await eventsOf(id);
-      assert.deepEqual(events.map((e) => [e.sequence, e.event_type]), [
-        [1, 'emergency.declared'],
-        [2, 'emergency.categorized'],
-        [3, 'emergency.categorized'],
-      ]);
+      assert.deepEqual(
+        events.map((e) => [e.sequence, e.event_type]),
+        [
+          [1, 'emergency.declared'],
+          [2, 'emergency.categorized'],
+          [3, 'emergency.categorized'],
+        ],
+      );
     });
 
     it('moves a declared emergency to categorized even under its current category', async () => {
@@ -218,7 +225,10 @@ describe('emergencies over REST', () => {
       assert.equal(second.status, 200);
       assert.deepEqual(second.body, first.body);
       assert.deepEqual((await api.get(`${path}/${id}`)).body, first.body);
-      assert.deepEqual((await eventsOf(id)).map((e) => e.event_type), ['emergency.declared', 'emergency.resolved']);
+      assert.deepEqual(
+        (await eventsOf(id)).map((e) => e.event_type),
+        ['emergency.declared', 'emergency.resolved'],
+      );
     });
 
     it('defaults resolvedBy to the key and accepts an empty body', async () => {
@@ -229,11 +239,14 @@ describe('emergencies over REST', () => {
       assert.deepEqual(res.body.resolvedBy, { type: 'api_key', id: keyId, name: 'integration key' });
       assert.ok(res.body.resolvedAt);
       const events = await eventsOf(declared.body.emergencyId);
-      assert.deepEqual(events.map((e) => [e.sequence, e.event_type]), [
-        [1, 'emergency.declared'],
-        [2, 'emergency.categorized'],
-        [3, 'emergency.resolved'],
-      ]);
+      assert.deepEqual(
+        events.map((e) => [e.sequence, e.event_type]),
+        [
+          [1, 'emergency.declared'],
+          [2, 'emergency.categorized'],
+          [3, 'emergency.resolved'],
+        ],
+      );
     });
 
     it('validates the body', async () => {
@@ -303,7 +316,10 @@ describe('emergencies over REST', () => {
       assert.equal(seen.length, 9);
       assert.equal(new Set(seen).size, 9);
       const all = (await listApi.get(`${lpath}?limit=200`)).body.items;
-      assert.deepEqual(seen, all.map((e: { emergencyId: string }) => e.emergencyId));
+      assert.deepEqual(
+        seen,
+        all.map((e: { emergencyId: string }) => e.emergencyId),
+      );
       const keys = all.map((e: { occurredAt: string; emergencyId: string }) => [e.occurredAt, e.emergencyId]);
       const sorted = [...keys].sort((a, b) => (a[0] === b[0] ? (a[1] < b[1] ? 1 : -1) : a[0] < b[0] ? 1 : -1));
       assert.deepEqual(keys, sorted);
@@ -324,9 +340,15 @@ describe('emergencies over REST', () => {
       const fire = await listApi.get(`${lpath}?categoryId=${listOrg.categories.Fire}`);
       assert.deepEqual(fire.body.items.map((e: any) => e.externalId).sort(), ['list-0', 'list-2', 'list-4', 'list-6']);
       const ext = await listApi.get(`${lpath}?externalId=list-5`);
-      assert.deepEqual(ext.body.items.map((e: any) => e.emergencyId), [ids[5]]);
+      assert.deepEqual(
+        ext.body.items.map((e: any) => e.emergencyId),
+        [ids[5]],
+      );
       const window = await listApi.get(`${lpath}?since=2026-01-02T00:00:00Z&until=${encodeURIComponent('2026-01-04T00:00:00+00:00')}`);
-      assert.deepEqual(window.body.items.map((e: any) => e.externalId), ['list-2', 'list-1']);
+      assert.deepEqual(
+        window.body.items.map((e: any) => e.externalId),
+        ['list-2', 'list-1'],
+      );
       const none = await listApi.get(`${lpath}?externalId=missing`);
       assert.deepEqual(none.body, { items: [], nextCursor: null });
     });

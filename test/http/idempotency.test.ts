@@ -77,9 +77,7 @@ describe('Idempotency-Key', () => {
   });
 
   it('concurrent requests with one key write once; the others replay or get 409 with Retry-After', async () => {
-    const answers = await Promise.all(
-      Array.from({ length: 12 }, () => api.post(path, { description: 'idem-concurrent' }, withKey('concurrent-1'))),
-    );
+    const answers = await Promise.all(Array.from({ length: 12 }, () => api.post(path, { description: 'idem-concurrent' }, withKey('concurrent-1'))));
     const ids = new Set(answers.filter((a) => a.status === 201).map((a) => a.body.emergencyId));
     assert.equal(ids.size, 1, JSON.stringify(answers.map((a) => a.status)));
     for (const a of answers) {

@@ -11,13 +11,28 @@ const fieldValue = fc.oneof(
   fc.constantFrom('', 'Fire', 'fire', '2026-11-21T17:44:29.123Z', '2026-13-40T99:99:99Z', '00000000-0000-4000-8000-000000000000'),
   fc.double(),
   fc.integer(),
-  fc.record({ latitude: fc.oneof(fc.double(), fc.jsonValue()), longitude: fc.oneof(fc.double(), fc.jsonValue()), floorId: fc.jsonValue() }, { requiredKeys: [] }),
+  fc.record(
+    { latitude: fc.oneof(fc.double(), fc.jsonValue()), longitude: fc.oneof(fc.double(), fc.jsonValue()), floorId: fc.jsonValue() },
+    { requiredKeys: [] },
+  ),
   fc.record({ id: fc.jsonValue(), name: fc.jsonValue() }, { requiredKeys: [] }),
 );
 
 const fieldNames = [
-  'externalId', 'categoryId', 'categoryName', 'source', 'description', 'occurredAt', 'location', 'metadata', 'declaredBy',
-  'resolutionNote', 'resolvedAt', 'resolvedBy', '__proto__', 'constructor',
+  'externalId',
+  'categoryId',
+  'categoryName',
+  'source',
+  'description',
+  'occurredAt',
+  'location',
+  'metadata',
+  'declaredBy',
+  'resolutionNote',
+  'resolvedAt',
+  'resolvedBy',
+  '__proto__',
+  'constructor',
 ];
 
 const body = fc.oneof(
@@ -26,7 +41,11 @@ const body = fc.oneof(
   fc.string().map((s) => ({ raw: s })),
 );
 
-const queryValue = fc.oneof(fc.string({ maxLength: 50 }), fc.integer().map(String), fc.constantFrom('declared', 'resolved', '2026-01-01T00:00:00Z', '-1', '1e9', 'NaN'));
+const queryValue = fc.oneof(
+  fc.string({ maxLength: 50 }),
+  fc.integer().map(String),
+  fc.constantFrom('declared', 'resolved', '2026-01-01T00:00:00Z', '-1', '1e9', 'NaN'),
+);
 const query = fc.dictionary(fc.constantFrom('status', 'categoryId', 'externalId', 'since', 'until', 'cursor', 'limit', 'other'), queryValue, { maxKeys: 4 });
 
 describe('random input never produces a 5xx', () => {

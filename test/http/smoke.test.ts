@@ -27,11 +27,19 @@ describe('service smoke', () => {
     const again = await api.post(`/orgs/${org.orgId}/emergencies/${id}/resolutions`);
     assert.equal(again.status, 200);
     assert.deepEqual(again.body, resolved.body);
-    const events = await server.ctx.db.db.selectFrom('events').select(['sequence', 'event_type', 'stream_offset']).where('emergency_id', '=', id).orderBy('sequence').execute();
-    assert.deepEqual(events.map((e) => [e.sequence, e.event_type, e.stream_offset]), [
-      [1, 'emergency.declared', 1],
-      [2, 'emergency.categorized', 2],
-      [3, 'emergency.resolved', 3],
-    ]);
+    const events = await server.ctx.db.db
+      .selectFrom('events')
+      .select(['sequence', 'event_type', 'stream_offset'])
+      .where('emergency_id', '=', id)
+      .orderBy('sequence')
+      .execute();
+    assert.deepEqual(
+      events.map((e) => [e.sequence, e.event_type, e.stream_offset]),
+      [
+        [1, 'emergency.declared', 1],
+        [2, 'emergency.categorized', 2],
+        [3, 'emergency.resolved', 3],
+      ],
+    );
   });
 });

@@ -63,7 +63,10 @@ describe('stored emergency records', () => {
     const after = await api.post(path, { description: 'after' });
     const page = await api.get(`${path}?limit=2`);
     assert.equal(page.status, 200);
-    assert.deepEqual(page.body.items.map((e: { emergencyId: string }) => e.emergencyId), [after.body.emergencyId, declared.body.emergencyId]);
+    assert.deepEqual(
+      page.body.items.map((e: { emergencyId: string }) => e.emergencyId),
+      [after.body.emergencyId, declared.body.emergencyId],
+    );
     assert.equal(page.body.items[1].description, 'changed by an older instance');
     assert.deepEqual(page.body.items[0], after.body);
     assert.equal(typeof page.body.nextCursor, 'string');
@@ -90,7 +93,11 @@ describe('stored emergency records', () => {
     assert.equal(down.error, undefined);
     assert.deepEqual((await migrateToLatest(server.ctx.db)).slice(0, 2), ['0007_emergency_record', '0008_records_only']);
 
-    const stored = await server.ctx.db.db.selectFrom('emergencies').select(['id', 'record', 'record_sequence', 'sequence']).where('org_id', '=', other.orgId).execute();
+    const stored = await server.ctx.db.db
+      .selectFrom('emergencies')
+      .select(['id', 'record', 'record_sequence', 'sequence'])
+      .where('org_id', '=', other.orgId)
+      .execute();
     assert.equal(stored.length, 2);
     for (const row of stored) assert.equal(Number(row.record_sequence), Number(row.sequence));
     assert.deepEqual((await otherApi.get(`${otherPath}/${kept.body.emergencyId}`)).body, resolved.body);

@@ -109,17 +109,38 @@ describe('tool server protocol and access', () => {
         assert.equal(tool.annotations?.readOnlyHint, READ_TOOLS.includes(tool.name));
       }
       const create = tools.find((t) => t.name === 'create_emergency')!;
-      assert.deepEqual(
-        Object.keys(create.inputSchema.properties ?? {}).sort(),
-        ['categoryId', 'categoryName', 'declaredBy', 'description', 'externalId', 'location', 'metadata', 'occurredAt', 'orgId', 'source'],
-      );
+      assert.deepEqual(Object.keys(create.inputSchema.properties ?? {}).sort(), [
+        'categoryId',
+        'categoryName',
+        'declaredBy',
+        'description',
+        'externalId',
+        'location',
+        'metadata',
+        'occurredAt',
+        'orgId',
+        'source',
+      ]);
       const listEmergencies = tools.find((t) => t.name === 'list_emergencies')!;
-      assert.deepEqual(
-        Object.keys(listEmergencies.inputSchema.properties ?? {}).sort(),
-        ['categoryId', 'cursor', 'externalId', 'limit', 'orgId', 'since', 'status', 'until'],
-      );
+      assert.deepEqual(Object.keys(listEmergencies.inputSchema.properties ?? {}).sort(), [
+        'categoryId',
+        'cursor',
+        'externalId',
+        'limit',
+        'orgId',
+        'since',
+        'status',
+        'until',
+      ]);
       const resolve = tools.find((t) => t.name === 'resolve_emergency')!;
-      assert.deepEqual(Object.keys(resolve.inputSchema.properties ?? {}).sort(), ['emergencyId', 'metadata', 'orgId', 'resolutionNote', 'resolvedAt', 'resolvedBy']);
+      assert.deepEqual(Object.keys(resolve.inputSchema.properties ?? {}).sort(), [
+        'emergencyId',
+        'metadata',
+        'orgId',
+        'resolutionNote',
+        'resolvedAt',
+        'resolvedBy',
+      ]);
     } finally {
       await mcp.close();
     }
@@ -140,7 +161,11 @@ describe('tool server protocol and access', () => {
     } finally {
       await mcp.close();
     }
-    const count = await server.ctx.db.db.selectFrom('emergencies').select((eb) => eb.fn.countAll<number>().as('n')).where('description', '=', 'must not exist').executeTakeFirstOrThrow();
+    const count = await server.ctx.db.db
+      .selectFrom('emergencies')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('description', '=', 'must not exist')
+      .executeTakeFirstOrThrow();
     assert.equal(Number(count.n), 0);
   });
 

@@ -41,7 +41,10 @@ describe('tool server tools', () => {
 
   it('list_categories lists the organization categories, highest severity first', async () => {
     const page = await mcp.ok('list_categories', { orgId: org.orgId });
-    assert.deepEqual(page.items.map((c: { name: string }) => c.name), ['Fire', 'Medical', 'Uncategorized']);
+    assert.deepEqual(
+      page.items.map((c: { name: string }) => c.name),
+      ['Fire', 'Medical', 'Uncategorized'],
+    );
     assert.equal(page.nextCursor, null);
     const fire = page.items[0];
     assert.equal(fire.categoryId, org.categories.Fire);
@@ -98,14 +101,20 @@ describe('tool server tools', () => {
     assert.equal(conflict.emergencyId, first.emergencyId);
     assert.match(conflict.message, /get_emergency/);
     const page = await mcp.ok('list_emergencies', { orgId: org.orgId, externalId: 'dup-1' });
-    assert.deepEqual(page.items.map((e: { emergencyId: string }) => e.emergencyId), [first.emergencyId]);
+    assert.deepEqual(
+      page.items.map((e: { emergencyId: string }) => e.emergencyId),
+      [first.emergencyId],
+    );
   });
 
   it('invalid arguments come back as 422 tool errors naming each argument', async () => {
     const unknownCategory = await mcp.fail('create_emergency', { orgId: org.orgId, categoryName: 'Volcano' });
     assert.equal(unknownCategory.status, 422);
     assert.equal(unknownCategory.error, 'validation_error');
-    assert.deepEqual(unknownCategory.issues.map((i: { loc: unknown; type: string }) => [i.loc, i.type]), [[['categoryName'], 'category_not_found']]);
+    assert.deepEqual(
+      unknownCategory.issues.map((i: { loc: unknown; type: string }) => [i.loc, i.type]),
+      [[['categoryName'], 'category_not_found']],
+    );
     assert.match(unknownCategory.message, /list the categories/);
 
     const several = await mcp.fail('create_emergency', {
@@ -156,14 +165,16 @@ describe('tool server tools', () => {
       await agent.ok('update_emergency', { orgId: base.orgId, emergencyId: made[1].emergencyId, categoryName: 'Medical' });
       const ids = (page: { items: { emergencyId: string }[] }) => page.items.map((e) => e.emergencyId);
 
-      assert.deepEqual(ids(await agent.ok('list_emergencies', { orgId: base.orgId })), [made[2], made[1], made[0]].map((e) => e.emergencyId));
+      assert.deepEqual(
+        ids(await agent.ok('list_emergencies', { orgId: base.orgId })),
+        [made[2], made[1], made[0]].map((e) => e.emergencyId),
+      );
       assert.deepEqual(ids(await agent.ok('list_emergencies', { orgId: base.orgId, status: 'categorized' })), [made[1].emergencyId]);
       assert.deepEqual(ids(await agent.ok('list_emergencies', { orgId: base.orgId, categoryId: base.categories.Fire })), [made[2].emergencyId]);
       assert.deepEqual(ids(await agent.ok('list_emergencies', { orgId: base.orgId, externalId: 'x-0' })), [made[0].emergencyId]);
-      assert.deepEqual(
-        ids(await agent.ok('list_emergencies', { orgId: base.orgId, since: '2026-01-02T10:00:00Z', until: '2026-01-03T10:00:00Z' })),
-        [made[1].emergencyId],
-      );
+      assert.deepEqual(ids(await agent.ok('list_emergencies', { orgId: base.orgId, since: '2026-01-02T10:00:00Z', until: '2026-01-03T10:00:00Z' })), [
+        made[1].emergencyId,
+      ]);
 
       const first = await agent.ok('list_emergencies', { orgId: base.orgId, limit: 2 });
       assert.equal(first.items.length, 2);
@@ -173,7 +184,10 @@ describe('tool server tools', () => {
       assert.equal(second.nextCursor, null);
 
       const badStatus = await agent.fail('list_emergencies', { orgId: base.orgId, status: 'open' });
-      assert.deepEqual(badStatus.issues.map((i: { loc: string[] }) => i.loc), [['status']]);
+      assert.deepEqual(
+        badStatus.issues.map((i: { loc: string[] }) => i.loc),
+        [['status']],
+      );
       const badCursor = await agent.fail('list_emergencies', { orgId: base.orgId, cursor: 'garbage!' });
       assert.equal(badCursor.status, 422);
       assert.deepEqual(badCursor.issues[0].loc, ['cursor']);
@@ -261,7 +275,10 @@ describe('tool server tools', () => {
 
     const orphan = await mcp.fail('list_audit_logs', { orgId: org.orgId, eventType: 'emergency.declared' });
     assert.equal(orphan.status, 422);
-    assert.deepEqual(orphan.issues.map((i: { loc: string[] }) => i.loc), [['eventType']]);
+    assert.deepEqual(
+      orphan.issues.map((i: { loc: string[] }) => i.loc),
+      [['eventType']],
+    );
     assert.match(orphan.message, /eventType requires eventCategory/);
     const badUntil = await mcp.fail('list_audit_logs', { orgId: org.orgId, until: 'tomorrow' });
     assert.deepEqual(badUntil.issues[0].loc, ['until']);

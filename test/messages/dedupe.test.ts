@@ -11,7 +11,11 @@ describe('messages: deduplication of all-inline messages', () => {
   after(() => fx.server.close());
 
   const photo = () => files.dataUri('image/png', files.png(4, 4));
-  const body = () => ({ content: 'photo of the door', author: { type: 'agent', name: 'Cam' }, attachments: [{ src: photo(), caption: 'door' }, files.pdf().toString('base64')] });
+  const body = () => ({
+    content: 'photo of the door',
+    author: { type: 'agent', name: 'Cam' },
+    attachments: [{ src: photo(), caption: 'door' }, files.pdf().toString('base64')],
+  });
 
   it('returns the original message for an identical repost and creates nothing', async () => {
     const { emergencyId, path } = await fx.newEmergency();

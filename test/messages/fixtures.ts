@@ -113,8 +113,7 @@ export function mp4(width: number, height: number, options: { brand?: string; tk
 
 export function pdf(): Buffer {
   return Buffer.from(
-    '%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n' +
-      'trailer << /Root 1 0 R >>\n%%EOF\n',
+    '%PDF-1.7\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n2 0 obj << /Type /Pages /Kids [] /Count 0 >> endobj\n' + 'trailer << /Root 1 0 R >>\n%%EOF\n',
     'latin1',
   );
 }

@@ -13,7 +13,16 @@ describe('messages: random bodies never cause a 5xx', () => {
   });
   after(() => fx.server.close());
 
-  const realFile = fc.constantFrom(files.png(2, 2), files.jpeg(4, 4), files.gif(1, 1), files.webp(3, 3), files.mp4(16, 9), files.pdf(), files.mp3Frame(), files.wav());
+  const realFile = fc.constantFrom(
+    files.png(2, 2),
+    files.jpeg(4, 4),
+    files.gif(1, 1),
+    files.webp(3, 3),
+    files.mp4(16, 9),
+    files.pdf(),
+    files.mp3Frame(),
+    files.wav(),
+  );
   // Real files, cut or corrupted at random, and random bytes.
   const bytes = fc.oneof(
     realFile,
@@ -55,7 +64,10 @@ describe('messages: random bodies never cause a 5xx', () => {
   const body = fc.record(
     {
       content: fc.oneof(fc.string({ maxLength: 4100 }), fc.jsonValue()),
-      author: fc.oneof(fc.record({ type: fc.oneof(fc.constantFrom('agent', 'system', 'user'), fc.jsonValue()), name: fc.jsonValue() }, { requiredKeys: [] }), fc.jsonValue()),
+      author: fc.oneof(
+        fc.record({ type: fc.oneof(fc.constantFrom('agent', 'system', 'user'), fc.jsonValue()), name: fc.jsonValue() }, { requiredKeys: [] }),
+        fc.jsonValue(),
+      ),
       attachments: fc.oneof(fc.array(item, { maxLength: 7 }), item),
       attachment: fc.oneof(fc.array(item, { maxLength: 3 }), item),
       unexpected: fc.jsonValue(),
@@ -76,10 +88,16 @@ describe('messages: random bodies never cause a 5xx', () => {
 
   it('arbitrary JSON values and raw text as the body', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.jsonValue().map((v) => JSON.stringify(v)), fc.string()), async (text) => {
-        const res = await fx.api.post(path, text, { 'content-type': 'application/json' });
-        assert.ok(res.status < 500, `${res.status} for ${text.slice(0, 200)}`);
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          fc.jsonValue().map((v) => JSON.stringify(v)),
+          fc.string(),
+        ),
+        async (text) => {
+          const res = await fx.api.post(path, text, { 'content-type': 'application/json' });
+          assert.ok(res.status < 500, `${res.status} for ${text.slice(0, 200)}`);
+        },
+      ),
       { numRuns: 200 },
     );
   });

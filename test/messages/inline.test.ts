@@ -85,7 +85,10 @@ describe('messages: inline attachments', () => {
 
   it('keeps the order of several attachments and stores one copy of identical bytes', async () => {
     const a = files.gif(1, 1);
-    const res = await fx.api.post(path, { content: 'order', attachments: [files.dataUri('image/gif', a), files.pdf().toString('base64'), a.toString('base64')] });
+    const res = await fx.api.post(path, {
+      content: 'order',
+      attachments: [files.dataUri('image/gif', a), files.pdf().toString('base64'), a.toString('base64')],
+    });
     assert.equal(res.status, 201);
     assert.deepEqual(
       res.body.attachments.map((x: any) => x.mimeType),
@@ -98,7 +101,11 @@ describe('messages: inline attachments', () => {
     { name: 'random bytes', src: () => files.noise(512).toString('base64'), code: 'unsupported_media_type' },
     { name: 'plain text', src: () => Buffer.from('hello, this is text').toString('base64'), code: 'unsupported_media_type' },
     { name: 'a percent-encoded text data URI', src: () => 'data:text/plain,hello%20world', code: 'unsupported_media_type' },
-    { name: 'a half PNG signature declared as image/png', src: () => files.dataUri('image/png', Buffer.from('\x89PNG but not really', 'latin1')), code: 'unsupported_media_type' },
+    {
+      name: 'a half PNG signature declared as image/png',
+      src: () => files.dataUri('image/png', Buffer.from('\x89PNG but not really', 'latin1')),
+      code: 'unsupported_media_type',
+    },
     { name: 'invalid base64 characters', src: () => 'iVBORw0KGgo*AAAA', code: 'invalid_base64' },
     { name: 'base64 with a bad length', src: () => 'iVBORw0KG', code: 'invalid_base64' },
     { name: 'base64 with stray trailing bits', src: () => 'iVBORw0KGgp=', code: 'invalid_base64' },

@@ -118,7 +118,16 @@ describe('messages: link attachments', () => {
       assert.equal(res.status, 201, JSON.stringify(res.body));
       const [att] = res.body.attachments;
       assert.deepEqual(
-        { kind: att.kind, mimeType: att.mimeType, url: att.url, source: att.source, sizeBytes: att.sizeBytes, width: att.width, height: att.height, caption: att.caption },
+        {
+          kind: att.kind,
+          mimeType: att.mimeType,
+          url: att.url,
+          source: att.source,
+          sizeBytes: att.sizeBytes,
+          width: att.width,
+          height: att.height,
+          caption: att.caption,
+        },
         { kind: a.kind, mimeType: a.mimeType, url: a.src, source: 'url', sizeBytes: null, width: null, height: null, caption: 'cam' },
       );
     });

@@ -56,7 +56,11 @@ describe('messages: request forms, validation and access', () => {
     { name: 'attachments: list of items with src', body: () => ({ attachments: [{ src: LINK }] }), expect: [{ src: LINK }] },
     { name: 'attachments: single item outside a list', body: () => ({ attachments: { src: LINK, caption: 'c' } }), expect: [{ src: LINK, caption: 'c' }] },
     { name: 'attachments: bare string outside a list', body: () => ({ attachments: LINK }), expect: [{ src: LINK }] },
-    { name: 'attachments: list of bare strings', body: () => ({ attachments: [LINK, 'https://a.example.org/b.png'] }), expect: [{ src: LINK }, { src: 'https://a.example.org/b.png' }] },
+    {
+      name: 'attachments: list of bare strings',
+      body: () => ({ attachments: [LINK, 'https://a.example.org/b.png'] }),
+      expect: [{ src: LINK }, { src: 'https://a.example.org/b.png' }],
+    },
     { name: 'attachment: singular alias with a list', body: () => ({ attachment: [{ src: LINK }] }), expect: [{ src: LINK }] },
     { name: 'attachment: singular alias with one item', body: () => ({ attachment: { url: LINK } }), expect: [{ src: LINK }] },
     { name: 'attachment: singular alias with a bare string', body: () => ({ attachment: LINK }), expect: [{ src: LINK }] },
@@ -68,7 +72,11 @@ describe('messages: request forms, validation and access', () => {
       body: () => ({ attachments: [{ data: 'https://d.example.com/', url: 'https://u.example.com/', content: 'https://c.example.com/', src: LINK }] }),
       expect: [{ src: LINK }],
     },
-    { name: 'content wins over url and data', body: () => ({ attachments: [{ data: 'https://d.example.com/', url: 'https://u.example.com/', content: LINK }] }), expect: [{ src: LINK }] },
+    {
+      name: 'content wins over url and data',
+      body: () => ({ attachments: [{ data: 'https://d.example.com/', url: 'https://u.example.com/', content: LINK }] }),
+      expect: [{ src: LINK }],
+    },
     { name: 'url wins over data', body: () => ({ attachments: [{ data: 'https://d.example.com/', url: LINK }] }), expect: [{ src: LINK }] },
     { name: 'unknown item fields are ignored', body: () => ({ attachments: [{ src: LINK, foo: 1, nested: { a: 1 } }] }), expect: [{ src: LINK }] },
     { name: 'null attachments with content', body: () => ({ content: 'x', attachments: null }), expect: [] },
@@ -109,10 +117,20 @@ describe('messages: request forms, validation and access', () => {
 
   const invalid: { name: string; body: unknown; loc: (string | number)[]; type: string }[] = [
     { name: 'unknown top-level field', body: { content: 'x', priority: 'high' }, loc: ['body', 'priority'], type: 'extra_forbidden' },
-    { name: 'unknown author field', body: { content: 'x', author: { type: 'agent', email: 'a@b.c' } }, loc: ['body', 'author', 'email'], type: 'extra_forbidden' },
+    {
+      name: 'unknown author field',
+      body: { content: 'x', author: { type: 'agent', email: 'a@b.c' } },
+      loc: ['body', 'author', 'email'],
+      type: 'extra_forbidden',
+    },
     { name: 'author without type', body: { content: 'x', author: { name: 'n' } }, loc: ['body', 'author', 'type'], type: 'missing' },
     { name: 'author type outside the list', body: { content: 'x', author: { type: 'robot' } }, loc: ['body', 'author', 'type'], type: 'enum' },
-    { name: 'author name over 128', body: { content: 'x', author: { type: 'user', name: 'n'.repeat(129) } }, loc: ['body', 'author', 'name'], type: 'too_long' },
+    {
+      name: 'author name over 128',
+      body: { content: 'x', author: { type: 'user', name: 'n'.repeat(129) } },
+      loc: ['body', 'author', 'name'],
+      type: 'too_long',
+    },
     { name: 'content over 4000', body: { content: 'c'.repeat(4001) }, loc: ['body', 'content'], type: 'too_long' },
     { name: 'content not a string', body: { content: 5 }, loc: ['body', 'content'], type: 'string_type' },
     { name: 'six attachments', body: { attachments: Array(6).fill(LINK) }, loc: ['body', 'attachments'], type: 'too_long' },
@@ -121,8 +139,18 @@ describe('messages: request forms, validation and access', () => {
     { name: 'item url not a string', body: { attachment: { url: 42 } }, loc: ['body', 'attachment', 'url'], type: 'string_type' },
     { name: 'bare empty string', body: { attachments: '' }, loc: ['body', 'attachments'], type: 'too_short' },
     { name: 'item of a wrong type', body: { attachments: [7] }, loc: ['body', 'attachments', 0], type: 'model_type' },
-    { name: 'caption over 512', body: { attachments: [{ src: LINK, caption: 'c'.repeat(513) }] }, loc: ['body', 'attachments', 0, 'caption'], type: 'too_long' },
-    { name: 'type over 255', body: { attachments: [{ src: LINK, mimeType: `a/${'b'.repeat(254)}` }] }, loc: ['body', 'attachments', 0, 'mimeType'], type: 'too_long' },
+    {
+      name: 'caption over 512',
+      body: { attachments: [{ src: LINK, caption: 'c'.repeat(513) }] },
+      loc: ['body', 'attachments', 0, 'caption'],
+      type: 'too_long',
+    },
+    {
+      name: 'type over 255',
+      body: { attachments: [{ src: LINK, mimeType: `a/${'b'.repeat(254)}` }] },
+      loc: ['body', 'attachments', 0, 'mimeType'],
+      type: 'too_long',
+    },
     { name: 'both attachments and attachment', body: { attachments: [LINK], attachment: LINK }, loc: ['body', 'attachment'], type: 'value_error' },
     { name: 'neither content nor attachments', body: { content: '' }, loc: ['body', 'content'], type: 'value_error' },
     { name: 'an empty body object', body: {}, loc: ['body', 'content'], type: 'value_error' },
@@ -157,7 +185,7 @@ describe('messages: request forms, validation and access', () => {
     assert.equal(text.body.detail.error, 'unsupported_media_type');
   });
 
-  it('404 for an unknown emergency, another org\'s emergency, or a malformed id; 422 for a malformed org id', async () => {
+  it("404 for an unknown emergency, another org's emergency, or a malformed id; 422 for a malformed org id", async () => {
     const other = await messagesFixture({}, fx.server);
     const { path: foreign } = await other.newEmergency();
     const foreignId = foreign.split('/')[4];

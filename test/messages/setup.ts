@@ -32,7 +32,10 @@ export async function messagesFixture(env: Record<string, string> = {}, server?:
     async counts(emergencyId?: string) {
       const db = srv.ctx.db.db;
       const count = async (table: 'messages' | 'conversations') => {
-        let q = db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).where('org_id', '=', org.orgId);
+        let q = db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('org_id', '=', org.orgId);
         if (emergencyId) q = q.where('emergency_id', '=', emergencyId);
         return Number((await q.executeTakeFirstOrThrow()).n);
       };

@@ -50,7 +50,9 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-describe('database unavailable: 503 with Retry-After, one log line per outage', { skip: onPostgres ? 'the SQLite variant (the PostgreSQL one runs below)' : false }, () => {
+describe('database unavailable: 503 with Retry-After, one log line per outage', {
+  skip: onPostgres ? 'the SQLite variant (the PostgreSQL one runs below)' : false,
+}, () => {
   const database = freshDatabaseUrl();
   let server: ChildServer;
   let api: ReturnType<typeof client>;
@@ -78,9 +80,13 @@ describe('database unavailable: 503 with Retry-After, one log line per outage', 
       for (let i = 0; i < 10; i++) await expectUnavailable(await api.post(path, { description: `locked ${i}` }));
       // Reads go on: WAL readers do not wait for the writer.
       assert.equal((await api.get(`${path}/${declared.body.emergencyId}`)).status, 200);
-      const tool = await rawMcp(server.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_emergency', arguments: { orgId } } }, {
-        authorization: `Bearer ${key}`,
-      });
+      const tool = await rawMcp(
+        server.url,
+        { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'create_emergency', arguments: { orgId } } },
+        {
+          authorization: `Bearer ${key}`,
+        },
+      );
       assert.equal(JSON.parse(tool.message.result.content[0].text).status, 503);
     } finally {
       other.exec('rollback');
@@ -93,113 +99,123 @@ describe('database unavailable: 503 with Retry-After, one log line per outage', 
   });
 });
 
-const PG_BIN = existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql').map((v) => `/usr/lib/postgresql/${v}/bin`).find((d) => existsSync(`${d}/initdb`)) : undefined;
+const PG_BIN = existsSync('/usr/lib/postgresql')
+  ? readdirSync('/usr/lib/postgresql')
+      .map((v) => `/usr/lib/postgresql/${v}/bin`)
+      .find((d) => existsSync(`${d}/initdb`))
+  : undefined;
 const asPostgres = (args: string[]) => (process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--', ...args] : args);
 
-describe(
-  'PostgreSQL stopped and frozen: 503 with Retry-After, /readyz within 1 s, recovery',
-  { skip: !onPostgres ? 'runs on the PostgreSQL pass' : !PG_BIN ? 'no PostgreSQL server binaries on this machine' : false },
-  () => {
-    // A cluster of the test's own, on another port: the machine's main one is never stopped or frozen.
-    let dir = '';
-    let port = 0;
-    let server: ChildServer;
-    let api: ReturnType<typeof client>;
-    let orgId = '';
-    let key = '';
-    let frozen: number[] = [];
-    const run = (args: string[]) => {
-      const [command, ...rest] = asPostgres(args);
-      execFileSync(command!, rest, { stdio: 'ignore' });
-    };
-    const pgCtl = (...args: string[]) => run([`${PG_BIN}/pg_ctl`, '-D', join(dir, 'data'), ...args]);
-    const start = () => pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, '-l', join(dir, 'log'), '-w', 'start');
-    const postgresPids = () => {
-      const postmaster = Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
-      const children = spawnSync('pgrep', ['-P', String(postmaster)]).stdout.toString().split('\n').filter(Boolean).map(Number);
-      return [postmaster, ...children];
-    };
+describe('PostgreSQL stopped and frozen: 503 with Retry-After, /readyz within 1 s, recovery', {
+  skip: !onPostgres ? 'runs on the PostgreSQL pass' : !PG_BIN ? 'no PostgreSQL server binaries on this machine' : false,
+}, () => {
+  // A cluster of the test's own, on another port: the machine's main one is never stopped or frozen.
+  let dir = '';
+  let port = 0;
+  let server: ChildServer;
+  let api: ReturnType<typeof client>;
+  let orgId = '';
+  let key = '';
+  let frozen: number[] = [];
+  const run = (args: string[]) => {
+    const [command, ...rest] = asPostgres(args);
+    execFileSync(command!, rest, { stdio: 'ignore' });
+  };
+  const pgCtl = (...args: string[]) => run([`${PG_BIN}/pg_ctl`, '-D', join(dir, 'data'), ...args]);
+  const start = () => pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, '-l', join(dir, 'log'), '-w', 'start');
+  const postgresPids = () => {
+    const postmaster = Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const children = spawnSync('pgrep', ['-P', String(postmaster)])
+      .stdout.toString()
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+    return [postmaster, ...children];
+  };
 
-    before(async () => {
-      dir = mkdtempSync(join(tmpdir(), 'emergency-pg-outage-'));
-      chmodSync(dir, 0o777);
-      port = await freePort();
-      run([`${PG_BIN}/initdb`, '-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres']);
-      start();
-      const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-      ({ orgId, key } = await provision(url));
-      server = await spawnServer({ DATABASE_URL: url, DB_STATEMENT_TIMEOUT_MS: '1000', DB_CONNECT_TIMEOUT_MS: '1000' });
-      api = client(`${server.url}/api/public/v1`, key);
-    });
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'emergency-pg-outage-'));
+    chmodSync(dir, 0o777);
+    port = await freePort();
+    run([`${PG_BIN}/initdb`, '-D', join(dir, 'data'), '-A', 'trust', '-U', 'postgres']);
+    start();
+    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    ({ orgId, key } = await provision(url));
+    server = await spawnServer({ DATABASE_URL: url, DB_STATEMENT_TIMEOUT_MS: '1000', DB_CONNECT_TIMEOUT_MS: '1000' });
+    api = client(`${server.url}/api/public/v1`, key);
+  });
 
-    after(async () => {
-      for (const pid of frozen) spawnSync('kill', ['-CONT', String(pid)]);
-      await server?.kill();
-      try {
-        pgCtl('-m', 'immediate', 'stop');
-      } catch {
-        /* already stopped */
-      }
-      rmSync(dir, { recursive: true, force: true });
-    });
-
-    it('a stopped server: every request is a quick 503, one log line, and service resumes when it is back', async () => {
-      const path = `/orgs/${orgId}/emergencies`;
-      const declared = await api.post(path, { description: 'before the stop' });
-      assert.equal(declared.status, 201);
+  after(async () => {
+    for (const pid of frozen) spawnSync('kill', ['-CONT', String(pid)]);
+    await server?.kill();
+    try {
       pgCtl('-m', 'immediate', 'stop');
-      const started = Date.now();
-      for (let i = 0; i < 10; i++) {
-        await expectUnavailable(await api.post(path, { description: `stopped ${i}` }));
-        await expectUnavailable(await api.get(`${path}/${declared.body.emergencyId}`));
-      }
-      assert.ok(Date.now() - started < 20_000, 'refusals come fast');
-      const tool = await rawMcp(server.url, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_categories', arguments: { orgId } } }, {
+    } catch {
+      /* already stopped */
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a stopped server: every request is a quick 503, one log line, and service resumes when it is back', async () => {
+    const path = `/orgs/${orgId}/emergencies`;
+    const declared = await api.post(path, { description: 'before the stop' });
+    assert.equal(declared.status, 201);
+    pgCtl('-m', 'immediate', 'stop');
+    const started = Date.now();
+    for (let i = 0; i < 10; i++) {
+      await expectUnavailable(await api.post(path, { description: `stopped ${i}` }));
+      await expectUnavailable(await api.get(`${path}/${declared.body.emergencyId}`));
+    }
+    assert.ok(Date.now() - started < 20_000, 'refusals come fast');
+    const tool = await rawMcp(
+      server.url,
+      { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_categories', arguments: { orgId } } },
+      {
         authorization: `Bearer ${key}`,
-      });
-      // Either the key check (HTTP 503) or the tool (a 503 tool error) meets the outage.
-      assert.ok(tool.status === 503 || JSON.parse(tool.message.result.content[0].text).status === 503, tool.text);
+      },
+    );
+    // Either the key check (HTTP 503) or the tool (a 503 tool error) meets the outage.
+    assert.ok(tool.status === 503 || JSON.parse(tool.message.result.content[0].text).status === 503, tool.text);
+    const ready = await fetch(`${server.url}/readyz`);
+    assert.equal(ready.status, 503);
+
+    start();
+    const deadline = Date.now() + 20_000;
+    let status = 0;
+    while (Date.now() < deadline && status !== 201) {
+      status = (await api.post(path, { description: 'after the restart' })).status;
+      if (status !== 201) await sleep(200);
+    }
+    assert.equal(status, 201);
+    const { unavailable, stacks } = outageLines(server);
+    assert.equal(unavailable.length, 1, JSON.stringify(unavailable));
+    assert.deepEqual(stacks, []);
+  });
+
+  it('a frozen server: writes end in a 503 within the timeouts and /readyz answers within 1 s', async () => {
+    const path = `/orgs/${orgId}/emergencies`;
+    assert.equal((await api.post(path, { description: 'before the freeze' })).status, 201);
+    frozen = postgresPids();
+    for (const pid of frozen) spawnSync('kill', ['-STOP', String(pid)]);
+    try {
+      const began = Date.now();
+      await expectUnavailable(await api.post(path, { description: 'frozen' }));
+      assert.ok(Date.now() - began < 10_000, `a write waited ${Date.now() - began} ms`);
+      const probe = Date.now();
       const ready = await fetch(`${server.url}/readyz`);
       assert.equal(ready.status, 503);
-
-      start();
-      const deadline = Date.now() + 20_000;
-      let status = 0;
-      while (Date.now() < deadline && status !== 201) {
-        status = (await api.post(path, { description: 'after the restart' })).status;
-        if (status !== 201) await sleep(200);
-      }
-      assert.equal(status, 201);
-      const { unavailable, stacks } = outageLines(server);
-      assert.equal(unavailable.length, 1, JSON.stringify(unavailable));
-      assert.deepEqual(stacks, []);
-    });
-
-    it('a frozen server: writes end in a 503 within the timeouts and /readyz answers within 1 s', async () => {
-      const path = `/orgs/${orgId}/emergencies`;
-      assert.equal((await api.post(path, { description: 'before the freeze' })).status, 201);
-      frozen = postgresPids();
-      for (const pid of frozen) spawnSync('kill', ['-STOP', String(pid)]);
-      try {
-        const began = Date.now();
-        await expectUnavailable(await api.post(path, { description: 'frozen' }));
-        assert.ok(Date.now() - began < 10_000, `a write waited ${Date.now() - began} ms`);
-        const probe = Date.now();
-        const ready = await fetch(`${server.url}/readyz`);
-        assert.equal(ready.status, 503);
-        assert.ok(Date.now() - probe < 3_000, `/readyz took ${Date.now() - probe} ms`);
-      } finally {
-        for (const pid of frozen) spawnSync('kill', ['-CONT', String(pid)]);
-        frozen = [];
-      }
-      const deadline = Date.now() + 20_000;
-      let status = 0;
-      while (Date.now() < deadline && status !== 201) {
-        status = (await api.post(path, { description: 'after the thaw' })).status;
-        if (status !== 201) await sleep(200);
-      }
-      assert.equal(status, 201);
-      assert.deepEqual(outageLines(server).stacks, []);
-    });
-  },
-);
+      assert.ok(Date.now() - probe < 3_000, `/readyz took ${Date.now() - probe} ms`);
+    } finally {
+      for (const pid of frozen) spawnSync('kill', ['-CONT', String(pid)]);
+      frozen = [];
+    }
+    const deadline = Date.now() + 20_000;
+    let status = 0;
+    while (Date.now() < deadline && status !== 201) {
+      status = (await api.post(path, { description: 'after the thaw' })).status;
+      if (status !== 201) await sleep(200);
+    }
+    assert.equal(status, 201);
+    assert.deepEqual(outageLines(server).stacks, []);
+  });
+});

@@ -13,7 +13,9 @@ import { onPostgres } from '../helpers/db.js';
  * Three instances on one PostgreSQL database, as behind a round-robin load balancer: declares go to
  * every instance in turn, devices sit on every instance, and one webhook subscriber covers both orgs.
  */
-describe('three instances on one PostgreSQL database', { skip: onPostgres ? false : 'several instances share a database only on PostgreSQL (CI runs this suite there)' }, () => {
+describe('three instances on one PostgreSQL database', {
+  skip: onPostgres ? false : 'several instances share a database only on PostgreSQL (CI runs this suite there)',
+}, () => {
   const instances: DeviceTestServer[] = [];
   let receiver: Receiver;
   let secret = '';
@@ -26,7 +28,8 @@ describe('three instances on one PostgreSQL database', { skip: onPostgres ? fals
     receiver = await startReceiver();
     const first = await createOrgTree(ctx);
     const second = await createOrgTree(ctx, { partnerId: first.partnerId, enterpriseId: first.enterpriseId });
-    secret = (await createSubscription(ctx, operatorCaller(), { subjectType: 'enterprise', subjectId: first.enterpriseId, url: `${receiver.url}/hook` })).secret;
+    secret = (await createSubscription(ctx, operatorCaller(), { subjectType: 'enterprise', subjectId: first.enterpriseId, url: `${receiver.url}/hook` }))
+      .secret;
     for (const fixture of [first, second]) {
       const key = (await mintKey(ctx, { subjectType: 'org', subjectId: fixture.orgId })).key;
       const devices: TestDevice[] = [];
@@ -61,7 +64,9 @@ describe('three instances on one PostgreSQL database', { skip: onPostgres ? fals
             declared[o]!.push(res.body.emergencyId);
             if (i % 3 === 0) {
               const next = instances[turn++ % instances.length]!;
-              const patched = await client(next.base, org.key).patch(`/orgs/${org.fixture.orgId}/emergencies/${res.body.emergencyId}`, { categoryName: 'Fire' });
+              const patched = await client(next.base, org.key).patch(`/orgs/${org.fixture.orgId}/emergencies/${res.body.emergencyId}`, {
+                categoryName: 'Fire',
+              });
               assert.equal(patched.status, 200);
             }
           })(),
@@ -75,11 +80,22 @@ describe('three instances on one PostgreSQL database', { skip: onPostgres ? fals
       for (const device of org.devices) {
         await device.until(() => device.events.length >= expectedPerOrg, 15_000, `all ${expectedPerOrg} events of org ${o}`);
         const offsets = device.offsets();
-        assert.deepEqual(offsets, Array.from({ length: expectedPerOrg }, (_, i) => i + 1), 'each offset once, in order');
-        assert.ok(device.events.every((e) => e.event.orgId === org.fixture.orgId), 'only its own org');
+        assert.deepEqual(
+          offsets,
+          Array.from({ length: expectedPerOrg }, (_, i) => i + 1),
+          'each offset once, in order',
+        );
+        assert.ok(
+          device.events.every((e) => e.event.orgId === org.fixture.orgId),
+          'only its own org',
+        );
         const seqByEmergency = new Map<string, number[]>();
         for (const e of device.events) seqByEmergency.set(e.event.emergencyId, [...(seqByEmergency.get(e.event.emergencyId) ?? []), e.event.sequence]);
-        for (const seqs of seqByEmergency.values()) assert.deepEqual(seqs, seqs.map((_, i) => i + 1));
+        for (const seqs of seqByEmergency.values())
+          assert.deepEqual(
+            seqs,
+            seqs.map((_, i) => i + 1),
+          );
         assert.equal(seqByEmergency.size, perOrg);
       }
     }
@@ -93,7 +109,15 @@ describe('three instances on one PostgreSQL database', { skip: onPostgres ? fals
       await new Promise((r) => setTimeout(r, 200));
     }
     assert.equal(eventIds.size, totalEvents, 'every event delivered');
-    const stored = await instances[0]!.ctx.db.db.selectFrom('events').select('id').where('org_id', 'in', orgs.map((o) => o.fixture.orgId)).execute();
+    const stored = await instances[0]!.ctx.db.db
+      .selectFrom('events')
+      .select('id')
+      .where(
+        'org_id',
+        'in',
+        orgs.map((o) => o.fixture.orgId),
+      )
+      .execute();
     assert.deepEqual([...eventIds].sort(), stored.map((r) => r.id).sort());
     // In the normal path (no crash, no timeout) each event is sent once even with three dispatchers.
     assert.equal(receiver.forPath('/hook').length, totalEvents, 'no duplicate deliveries in the normal path');

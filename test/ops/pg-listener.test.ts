@@ -17,7 +17,10 @@ async function startRelay(target: URL): Promise<{ url: string; cut(): void; clos
   const sockets = new Set<Socket>();
   const server: Server = createServer((inbound) => {
     const outbound = connect(Number(target.port || 5432), target.hostname);
-    for (const [s, other] of [[inbound, outbound], [outbound, inbound]] as const) {
+    for (const [s, other] of [
+      [inbound, outbound],
+      [outbound, inbound],
+    ] as const) {
       sockets.add(s);
       s.on('error', () => other.destroy());
       s.on('close', () => {
@@ -45,7 +48,11 @@ describe('the PostgreSQL event listener', { skip: onPostgres ? false : 'LISTEN/N
     const relay = await startRelay(new URL(base));
     const ctx = createContext(loadConfig({ DATABASE_URL: relay.url, LOG_LEVEL: 'silent' }));
     const reported: string[] = [];
-    const stop = startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), (_err, consequence) => reported.push(consequence));
+    const stop = startPgEventListener(
+      ctx.db,
+      (event) => ctx.bus.committed(event),
+      (_err, consequence) => reported.push(consequence),
+    );
     // Other suites notify on the same channel: this test listens for an org of its own.
     const orgId = randomUUID();
     const heard: CommittedEvent[] = [];

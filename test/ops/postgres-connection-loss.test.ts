@@ -3,7 +3,9 @@ import { describe, it } from 'node:test';
 import { onDatabase, onPostgres } from '../helpers/db.js';
 import { createOrgTree, orgApi, startTestServer } from '../helpers/server.js';
 
-describe('PostgreSQL ending the service’s idle connections', { skip: onPostgres ? false : 'pooled connections exist only on PostgreSQL (CI runs this suite there)' }, () => {
+describe('PostgreSQL ending the service’s idle connections', {
+  skip: onPostgres ? false : 'pooled connections exist only on PostgreSQL (CI runs this suite there)',
+}, () => {
   it('keeps serving: the pool drops the ended connections and opens new ones', async () => {
     // Without the webhook dispatcher, nothing else takes connections from the pool meanwhile.
     const server = await startTestServer({}, { dispatcher: false });

@@ -8,7 +8,9 @@ import { freshDatabaseUrl, onDatabase, onPostgres } from '../helpers/db.js';
  * One PostgreSQL database holding several schemas (`?schema=` in DATABASE_URL): an instance reads and
  * migrates only its own, whatever happens in the others at the same time.
  */
-describe('an instance in its own schema of a shared PostgreSQL database', { skip: onPostgres ? false : 'schemas of a shared database exist only on PostgreSQL (CI runs this suite there)' }, () => {
+describe('an instance in its own schema of a shared PostgreSQL database', {
+  skip: onPostgres ? false : 'schemas of a shared database exist only on PostgreSQL (CI runs this suite there)',
+}, () => {
   const neighbour = `t_neighbour_${process.pid}`;
 
   before(() => onDatabase(`create schema ${neighbour}; create table ${neighbour}.emergencies (id serial primary key, note text)`));
@@ -43,7 +45,9 @@ describe('an instance in its own schema of a shared PostgreSQL database', { skip
     const churn = (async () => {
       for (let i = 0; churning; i++) {
         const schema = `t_churn_${process.pid}_${i}`;
-        await onDatabase(`create schema ${schema}; create table ${schema}.a (id serial primary key, b text); create table ${schema}.c (id serial primary key, d text)`);
+        await onDatabase(
+          `create schema ${schema}; create table ${schema}.a (id serial primary key, b text); create table ${schema}.c (id serial primary key, d text)`,
+        );
         await onDatabase(`drop schema ${schema} cascade`);
         churned++;
       }

@@ -22,7 +22,10 @@ describe('graceful shutdown', () => {
     assert.ok(Date.now() - started < 10_000, 'bounded');
     const statuses = results.map((r) => (r.status === 'fulfilled' ? r.value.status : 'connection closed'));
     // A request that reached the server completes; one that arrives after close started is refused, never half-done.
-    assert.ok(statuses.every((s) => s === 201 || s === 503 || s === 'connection closed'), JSON.stringify(statuses));
+    assert.ok(
+      statuses.every((s) => s === 201 || s === 503 || s === 'connection closed'),
+      JSON.stringify(statuses),
+    );
     await device.closed;
     assert.equal(device.closeCode, 1001);
     assert.match(device.closeReason, /reconnect/);

@@ -39,11 +39,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   // Category names are unique per org regardless of case, because declare accepts a name.
   await sql`create unique index categories_org_name_uq on categories (org_id, lower(name))`.execute(db);
-  await db.schema
-    .createIndex('categories_org_order_idx')
-    .on('categories')
-    .columns(['org_id', 'severity', 'name', 'id'])
-    .execute();
+  await db.schema.createIndex('categories_org_order_idx').on('categories').columns(['org_id', 'severity', 'name', 'id']).execute();
 
   await db.schema
     .createTable('users')
@@ -62,11 +58,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('last_login_at', 'text')
     .execute();
-  await db.schema
-    .createIndex('users_org_order_idx')
-    .on('users')
-    .columns(['org_id', 'last_name', 'first_name', 'id'])
-    .execute();
+  await db.schema.createIndex('users_org_order_idx').on('users').columns(['org_id', 'last_name', 'first_name', 'id']).execute();
 
   await db.schema
     .createTable('api_keys')
@@ -102,17 +94,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('metadata', 'text')
     .addColumn('sequence', 'integer', (c) => c.notNull())
     .execute();
-  await db.schema
-    .createIndex('emergencies_org_external_uq')
-    .on('emergencies')
-    .columns(['org_id', 'external_id'])
-    .unique()
-    .execute();
-  await db.schema
-    .createIndex('emergencies_org_occurred_idx')
-    .on('emergencies')
-    .columns(['org_id', 'occurred_at', 'id'])
-    .execute();
+  await db.schema.createIndex('emergencies_org_external_uq').on('emergencies').columns(['org_id', 'external_id']).unique().execute();
+  await db.schema.createIndex('emergencies_org_occurred_idx').on('emergencies').columns(['org_id', 'occurred_at', 'id']).execute();
 
   await db.schema
     .createTable('emergency_resolutions')
@@ -155,26 +138,11 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('request_id', 'text')
     .addColumn('details', 'text')
     .execute();
-  await db.schema
-    .createIndex('audit_logs_org_time_idx')
-    .on('audit_logs')
-    .columns(['org_id', 'occurred_at', 'id'])
-    .execute();
+  await db.schema.createIndex('audit_logs_org_time_idx').on('audit_logs').columns(['org_id', 'occurred_at', 'id']).execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
-  for (const table of [
-    'audit_logs',
-    'events',
-    'emergency_resolutions',
-    'emergencies',
-    'api_keys',
-    'users',
-    'categories',
-    'orgs',
-    'enterprises',
-    'partners',
-  ]) {
+  for (const table of ['audit_logs', 'events', 'emergency_resolutions', 'emergencies', 'api_keys', 'users', 'categories', 'orgs', 'enterprises', 'partners']) {
     await db.schema.dropTable(table).ifExists().execute();
   }
 }

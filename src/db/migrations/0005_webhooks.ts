@@ -18,11 +18,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();
-  await db.schema
-    .createIndex('webhook_subscriptions_subject_idx')
-    .on('webhook_subscriptions')
-    .columns(['subject_type', 'subject_id'])
-    .execute();
+  await db.schema.createIndex('webhook_subscriptions_subject_idx').on('webhook_subscriptions').columns(['subject_type', 'subject_id']).execute();
 
   // How far the fan-out has turned each org's event stream into deliveries. Offsets of one org
   // commit in increasing order (see appendEvent), so "everything after last_offset" never skips a row.
@@ -56,12 +52,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addColumn('completed_at', 'text')
     .execute();
-  await db.schema
-    .createIndex('webhook_deliveries_sub_event_uq')
-    .on('webhook_deliveries')
-    .columns(['subscription_id', 'event_id'])
-    .unique()
-    .execute();
+  await db.schema.createIndex('webhook_deliveries_sub_event_uq').on('webhook_deliveries').columns(['subscription_id', 'event_id']).unique().execute();
   // The claim query walks only pending rows of one subscription, oldest due first.
   await db.schema
     .createIndex('webhook_deliveries_due_idx')
@@ -87,11 +78,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('error', 'text')
     .addColumn('worker_id', 'text', (c) => c.notNull())
     .execute();
-  await db.schema
-    .createIndex('webhook_attempts_sub_time_idx')
-    .on('webhook_attempts')
-    .columns(['subscription_id', 'started_at'])
-    .execute();
+  await db.schema.createIndex('webhook_attempts_sub_time_idx').on('webhook_attempts').columns(['subscription_id', 'started_at']).execute();
   await db.schema.createIndex('webhook_attempts_delivery_idx').on('webhook_attempts').columns(['delivery_id']).execute();
 }
 

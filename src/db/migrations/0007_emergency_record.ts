@@ -10,10 +10,25 @@ export function selectEmergencies(db: Kysely<any>) {
     .innerJoin('categories as c', 'c.id', 'e.category_id')
     .leftJoin('emergency_resolutions as r', 'r.emergency_id', 'e.id')
     .select([
-      'e.id', 'e.org_id', 'e.status', 'e.external_id', 'e.source', 'e.description', 'e.occurred_at', 'e.created_at',
-      'e.declared_by', 'e.location', 'e.metadata', 'e.sequence',
-      'c.id as category_id', 'c.name as category_name', 'c.color as category_color', 'c.severity as category_severity',
-      'r.resolved_at', 'r.resolved_by', 'r.resolution_note',
+      'e.id',
+      'e.org_id',
+      'e.status',
+      'e.external_id',
+      'e.source',
+      'e.description',
+      'e.occurred_at',
+      'e.created_at',
+      'e.declared_by',
+      'e.location',
+      'e.metadata',
+      'e.sequence',
+      'c.id as category_id',
+      'c.name as category_name',
+      'c.color as category_color',
+      'c.severity as category_severity',
+      'r.resolved_at',
+      'r.resolved_by',
+      'r.resolution_note',
     ]);
 }
 

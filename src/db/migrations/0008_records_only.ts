@@ -10,12 +10,7 @@ import { recordJsonOf, selectEmergencies } from './0007_emergency_record.js';
 export async function up(db: Kysely<any>): Promise<void> {
   let after = '';
   for (;;) {
-    const rows = await selectEmergencies(db)
-      .select(['e.record', 'e.record_sequence'])
-      .where('e.id', '>', after)
-      .orderBy('e.id')
-      .limit(500)
-      .execute();
+    const rows = await selectEmergencies(db).select(['e.record', 'e.record_sequence']).where('e.id', '>', after).orderBy('e.id').limit(500).execute();
     for (const row of rows) {
       if (row.record !== null && Number(row.record_sequence) === Number(row.sequence)) continue;
       await db

@@ -11,11 +11,7 @@ const RECONNECT_DELAY_MS = 1_000;
  * (the process's event bus). It holds one dedicated connection and reconnects after a failure; readers
  * also poll, so a notification lost while reconnecting only delays them.
  */
-export function startPgEventListener(
-  handle: DbHandle,
-  onEvent: (event: CommittedEvent) => void,
-  report: FailureReport = () => undefined,
-): () => Promise<void> {
+export function startPgEventListener(handle: DbHandle, onEvent: (event: CommittedEvent) => void, report: FailureReport = () => undefined): () => Promise<void> {
   const config = handle.pgConfig;
   if (handle.dialect !== 'postgres' || !config) return async () => undefined;
   let client: pg.Client | null = null;
@@ -35,7 +31,7 @@ export function startPgEventListener(
     });
     next.on('error', (err) => {
       if (stopped) return;
-      report(err, 'the PostgreSQL LISTEN connection failed; reconnecting (other instances\' events reach this one by polling meanwhile)');
+      report(err, "the PostgreSQL LISTEN connection failed; reconnecting (other instances' events reach this one by polling meanwhile)");
       scheduleReconnect();
     });
     try {

@@ -18,9 +18,7 @@ interface Job {
   reject(err: unknown): void;
 }
 
-type Outcome =
-  | { job: Job; ok: true; value: unknown; afterCommit: (() => void)[]; committed: CommittedEvent[] }
-  | { job: Job; ok: false; error: unknown };
+type Outcome = { job: Job; ok: true; value: unknown; afterCommit: (() => void)[]; committed: CommittedEvent[] } | { job: Job; ok: false; error: unknown };
 
 /**
  * Group commit for the single SQLite connection. Each commit costs a WAL append of every page the

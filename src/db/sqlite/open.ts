@@ -1,16 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import {
-  CompiledQuery,
-  type DatabaseConnection,
-  Kysely,
-  SqliteAdapter,
-  SqliteDialect,
-  SqliteDriver,
-  SqliteIntrospector,
-  SqliteQueryCompiler,
-} from 'kysely';
+import { CompiledQuery, type DatabaseConnection, Kysely, SqliteAdapter, SqliteDialect, SqliteDriver, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
 import type { DatabaseTimeouts, DbHandle, FailureReport } from '../handle.js';
 import type { Database } from '../types.js';
 import type { CommittedEvent } from '../unit-of-work.js';

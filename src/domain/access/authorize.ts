@@ -4,10 +4,7 @@ import { isUuid } from '../shared/ids.js';
 import { cachedOrgScope, findOrgScope, type OrgScope } from '../orgs/scope.js';
 import type { Caller, Permission, Principal } from './principal.js';
 
-export function subjectCovers(
-  subject: { subjectType: string; subjectId: string; allowedOrgIds: string[] | null },
-  org: OrgScope,
-): boolean {
+export function subjectCovers(subject: { subjectType: string; subjectId: string; allowedOrgIds: string[] | null }, org: OrgScope): boolean {
   const inTree =
     (subject.subjectType === 'org' && subject.subjectId === org.id) ||
     (subject.subjectType === 'enterprise' && subject.subjectId === org.enterpriseId) ||

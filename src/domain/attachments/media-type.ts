@@ -50,11 +50,7 @@ export async function verifyMedia(bytes: Buffer, index: number): Promise<Verifie
   const accepted = detected ? ACCEPTED[detected.mime] : undefined;
   if (!accepted) {
     const what = detected ? `${detected.mime}` : 'an unrecognized format';
-    throw attachmentRejection(
-      'unsupported_media_type',
-      `The bytes are ${what}; accepted types are ${ACCEPTED_INLINE_TYPES.join(', ')}.`,
-      index,
-    );
+    throw attachmentRejection('unsupported_media_type', `The bytes are ${what}; accepted types are ${ACCEPTED_INLINE_TYPES.join(', ')}.`, index);
   }
   const kind = kindOfMediaType(accepted.mimeType);
   const size = dimensionsOf(bytes, accepted.mimeType, kind);

@@ -19,7 +19,11 @@ export async function listAuditLogs(ctx: AppContext, caller: Caller, orgId: stri
     const [at, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
     query = query.where((eb) => eb.or([eb('occurred_at', '<', at!), eb.and([eb('occurred_at', '=', at!), eb('id', '<', id!)])]));
   }
-  const rows = await query.orderBy('occurred_at', 'desc').orderBy('id', 'desc').limit(params.limit + 1).execute();
+  const rows = await query
+    .orderBy('occurred_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(params.limit + 1)
+    .execute();
   return paginate(
     rows,
     params.limit,

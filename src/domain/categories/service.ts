@@ -8,7 +8,7 @@ import { decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { requireOrg } from '../orgs/repo.js';
-import { findCategory, } from './repo.js';
+import { findCategory } from './repo.js';
 import { categoryCreateInput, type CategoryItem } from './schema.js';
 
 export { UNCATEGORIZED } from './repo.js';
@@ -108,12 +108,7 @@ function categoryNotFound(field: 'categoryId' | 'categoryName', value: string) {
   );
 }
 
-export async function listCategories(
-  ctx: AppContext,
-  caller: Caller,
-  orgId: string,
-  params: { cursor?: string; limit: number },
-): Promise<Page<CategoryItem>> {
+export async function listCategories(ctx: AppContext, caller: Caller, orgId: string, params: { cursor?: string; limit: number }): Promise<Page<CategoryItem>> {
   await authorize(ctx, caller, orgId, 'read');
   let query = ctx.db.db.selectFrom('categories').selectAll().where('org_id', '=', orgId);
   if (params.cursor) {
@@ -126,6 +121,11 @@ export async function listCategories(
       ]),
     );
   }
-  const rows = await query.orderBy('severity', 'desc').orderBy('name').orderBy('id').limit(params.limit + 1).execute();
+  const rows = await query
+    .orderBy('severity', 'desc')
+    .orderBy('name')
+    .orderBy('id')
+    .limit(params.limit + 1)
+    .execute();
   return paginate(rows, params.limit, toCategoryItem, (r) => [r.severity, r.name, r.id]);
 }

@@ -20,7 +20,13 @@ export async function markConnected(db: Kysely<Database>, device: { id: string; 
 }
 
 /** Only clears the connection it owns: a newer connection (maybe on another instance) keeps the device online. */
-export async function markDisconnected(db: Kysely<Database>, device: { id: string; orgId: string }, connectionId: string, lastSeenAt: string, at: string): Promise<void> {
+export async function markDisconnected(
+  db: Kysely<Database>,
+  device: { id: string; orgId: string },
+  connectionId: string,
+  lastSeenAt: string,
+  at: string,
+): Promise<void> {
   await db
     .updateTable('devices')
     .set({ connection_id: null, disconnected_at: at, last_seen_at: lastSeenAt })

@@ -52,7 +52,12 @@ async function auditDevice(tx: Tx, caller: Caller, row: Pick<DeviceTable, 'id' |
 }
 
 /** Registers a base station of one org. The token is returned once; only its SHA-256 is stored. */
-export async function createDevice(ctx: AppContext, caller: Caller, orgId: string, input: { name: string }): Promise<{ id: string; token: string; record: DeviceRecord }> {
+export async function createDevice(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  input: { name: string },
+): Promise<{ id: string; token: string; record: DeviceRecord }> {
   const { name } = createDeviceInput.parse(input);
   const org = await authorize(ctx, caller, orgId, 'write');
   return inTransaction(ctx.db, async (tx) => {
@@ -91,12 +96,7 @@ export async function revokeDevice(ctx: AppContext, caller: Caller, deviceId: st
     const row = await tx.db.selectFrom('devices').selectAll().where('id', '=', deviceId).where('org_id', '=', existing.org_id).executeTakeFirstOrThrow();
     if (row.status === 'revoked') return toDeviceRecord(row);
     const revokedAt = nowIso();
-    await tx.db
-      .updateTable('devices')
-      .set({ status: 'revoked', revoked_at: revokedAt })
-      .where('id', '=', deviceId)
-      .where('org_id', '=', row.org_id)
-      .execute();
+    await tx.db.updateTable('devices').set({ status: 'revoked', revoked_at: revokedAt }).where('id', '=', deviceId).where('org_id', '=', row.org_id).execute();
     await auditDevice(tx, caller, row, 'device.revoked');
     return toDeviceRecord({ ...row, status: 'revoked', revoked_at: revokedAt });
   });

@@ -98,9 +98,7 @@ export const emergencyRecord = z
     resolvedAt: timestamp.nullable(),
     resolvedBy: actorOutput.nullable(),
     declaredBy: actorOutput,
-    location: z
-      .object({ latitude: z.number().nullable(), longitude: z.number().nullable(), floorId: z.string().nullable() })
-      .nullable(),
+    location: z.object({ latitude: z.number().nullable(), longitude: z.number().nullable(), floorId: z.string().nullable() }).nullable(),
     resolutionNote: z.string().nullable(),
     metadata: z.record(z.string(), z.unknown()).nullable(),
   })

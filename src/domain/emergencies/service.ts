@@ -153,10 +153,7 @@ export async function getEmergency(ctx: AppContext, caller: Caller, orgId: strin
 /** A page of emergencies, newest occurredAt first, as the JSON text of the response: the stored records joined. */
 export async function listEmergenciesJson(ctx: AppContext, caller: Caller, orgId: string, params: ListEmergenciesQuery): Promise<string> {
   await authorize(ctx, caller, orgId, 'read');
-  let query = ctx.db.db
-    .selectFrom('emergencies as e')
-    .select(['e.id', 'e.occurred_at', 'e.record'])
-    .where('e.org_id', '=', orgId);
+  let query = ctx.db.db.selectFrom('emergencies as e').select(['e.id', 'e.occurred_at', 'e.record']).where('e.org_id', '=', orgId);
   if (params.status) query = query.where('e.status', '=', params.status);
   if (params.categoryId) query = query.where('e.category_id', '=', params.categoryId.toLowerCase());
   if (params.externalId) query = query.where('e.external_id', '=', params.externalId);
@@ -164,11 +161,13 @@ export async function listEmergenciesJson(ctx: AppContext, caller: Caller, orgId
   if (params.until) query = query.where('e.occurred_at', '<', params.until);
   if (params.cursor) {
     const [occurredAt, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
-    query = query.where((eb) =>
-      eb.or([eb('e.occurred_at', '<', occurredAt!), eb.and([eb('e.occurred_at', '=', occurredAt!), eb('e.id', '<', id!)])]),
-    );
+    query = query.where((eb) => eb.or([eb('e.occurred_at', '<', occurredAt!), eb.and([eb('e.occurred_at', '=', occurredAt!), eb('e.id', '<', id!)])]));
   }
-  const rows = await query.orderBy('e.occurred_at', 'desc').orderBy('e.id', 'desc').limit(params.limit + 1).execute();
+  const rows = await query
+    .orderBy('e.occurred_at', 'desc')
+    .orderBy('e.id', 'desc')
+    .limit(params.limit + 1)
+    .execute();
   const hasMore = rows.length > params.limit;
   const pageRows = hasMore ? rows.slice(0, params.limit) : rows;
   const items = pageRows.map((r) => r.record);

@@ -66,7 +66,13 @@ async function coveredOrgIds(tx: Tx, subjectType: string, subjectId: string, all
   return rows.map((r) => r.id).filter((id) => allowed === null || allowed.includes(id));
 }
 
-async function auditKeyEvent(tx: Tx, caller: Caller, row: Pick<ApiKeyTable, 'id' | 'name' | 'subject_type' | 'subject_id' | 'allowed_org_ids'>, eventType: string, details: Record<string, unknown>) {
+async function auditKeyEvent(
+  tx: Tx,
+  caller: Caller,
+  row: Pick<ApiKeyTable, 'id' | 'name' | 'subject_type' | 'subject_id' | 'allowed_org_ids'>,
+  eventType: string,
+  details: Record<string, unknown>,
+) {
   for (const orgId of await coveredOrgIds(tx, row.subject_type, row.subject_id, fromJson<string[]>(row.allowed_org_ids))) {
     recordAudit(tx, caller, {
       orgId,

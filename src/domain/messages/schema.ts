@@ -56,32 +56,37 @@ function parseItem(ctx: z.RefinementCtx, value: unknown, path: (string | number)
  * `attachments` (or its alias `attachment`): a list, a single item, or a bare string outside a
  * list. Unknown keys inside an item are ignored. Issues point at the alias actually used.
  */
-const attachmentsField = (description: string) => z
-  .unknown()
-  .transform((value, ctx): AttachmentSpec[] => {
-    if (value === undefined || value === null) return [];
-    const items = Array.isArray(value) ? value : [value];
-    if (items.length > MAX_ATTACHMENTS) {
-      issue(ctx, [], `List should have at most ${MAX_ATTACHMENTS} items, not ${items.length}`, 'too_long');
-      return z.NEVER;
-    }
-    const out: AttachmentSpec[] = [];
-    items.forEach((item, index) => {
-      const parsed = parseItem(ctx, item, Array.isArray(value) ? [index] : []);
-      if (parsed) out.push(parsed);
+const attachmentsField = (description: string) =>
+  z
+    .unknown()
+    .transform((value, ctx): AttachmentSpec[] => {
+      if (value === undefined || value === null) return [];
+      const items = Array.isArray(value) ? value : [value];
+      if (items.length > MAX_ATTACHMENTS) {
+        issue(ctx, [], `List should have at most ${MAX_ATTACHMENTS} items, not ${items.length}`, 'too_long');
+        return z.NEVER;
+      }
+      const out: AttachmentSpec[] = [];
+      items.forEach((item, index) => {
+        const parsed = parseItem(ctx, item, Array.isArray(value) ? [index] : []);
+        if (parsed) out.push(parsed);
+      });
+      return out.length === items.length ? out : z.NEVER;
+    })
+    .optional()
+    .meta({
+      description,
+      oneOf: [
+        {
+          type: 'array',
+          maxItems: MAX_ATTACHMENTS,
+          items: { oneOf: [{ $ref: '#/components/schemas/AttachmentItemInput' }, { type: 'string', minLength: 1 }] },
+        },
+        { $ref: '#/components/schemas/AttachmentItemInput' },
+        { type: 'string', minLength: 1 },
+        { type: 'null' },
+      ],
     });
-    return out.length === items.length ? out : z.NEVER;
-  })
-  .optional()
-  .meta({
-    description,
-    oneOf: [
-      { type: 'array', maxItems: MAX_ATTACHMENTS, items: { oneOf: [{ $ref: '#/components/schemas/AttachmentItemInput' }, { type: 'string', minLength: 1 }] } },
-      { $ref: '#/components/schemas/AttachmentItemInput' },
-      { type: 'string', minLength: 1 },
-      { type: 'null' },
-    ],
-  });
 
 /**
  * Documentation of one attachment item (OpenAPI component `AttachmentItemInput`, referenced above);

@@ -18,11 +18,7 @@ export function cachedOrgScope(orgId: string): OrgScope | undefined {
 export async function findOrgScope(handle: Pick<DbHandle, 'db'>, orgId: string): Promise<OrgScope | null> {
   const cached = scopes.get(orgId);
   if (cached) return cached;
-  const row = await handle.db
-    .selectFrom('orgs')
-    .select(['id', 'enterprise_id', 'partner_id'])
-    .where('id', '=', orgId)
-    .executeTakeFirst();
+  const row = await handle.db.selectFrom('orgs').select(['id', 'enterprise_id', 'partner_id']).where('id', '=', orgId).executeTakeFirst();
   if (!row) return null;
   const scope = { id: row.id, enterpriseId: row.enterprise_id, partnerId: row.partner_id };
   if (scopes.size > 100_000) scopes.clear();

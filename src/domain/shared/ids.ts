@@ -35,11 +35,26 @@ export function newId(): string {
   const b = randomPool;
   const high = Math.floor(ms / 0x10000);
   return (
-    HEX[(high >>> 24) & 0xff]! + HEX[(high >>> 16) & 0xff]! + HEX[(high >>> 8) & 0xff]! + HEX[high & 0xff]! + '-' +
-    HEX[(ms >>> 8) & 0xff]! + HEX[ms & 0xff]! + '-' +
-    HEX[0x70 | (counter >>> 8)]! + HEX[counter & 0xff]! + '-' +
-    HEX[0x80 | (b[r]! & 0x3f)]! + HEX[b[r + 1]!]! + '-' +
-    HEX[b[r + 2]!]! + HEX[b[r + 3]!]! + HEX[b[r + 4]!]! + HEX[b[r + 5]!]! + HEX[b[r + 6]!]! + HEX[b[r + 7]!]!
+    HEX[(high >>> 24) & 0xff]! +
+    HEX[(high >>> 16) & 0xff]! +
+    HEX[(high >>> 8) & 0xff]! +
+    HEX[high & 0xff]! +
+    '-' +
+    HEX[(ms >>> 8) & 0xff]! +
+    HEX[ms & 0xff]! +
+    '-' +
+    HEX[0x70 | (counter >>> 8)]! +
+    HEX[counter & 0xff]! +
+    '-' +
+    HEX[0x80 | (b[r]! & 0x3f)]! +
+    HEX[b[r + 1]!]! +
+    '-' +
+    HEX[b[r + 2]!]! +
+    HEX[b[r + 3]!]! +
+    HEX[b[r + 4]!]! +
+    HEX[b[r + 5]!]! +
+    HEX[b[r + 6]!]! +
+    HEX[b[r + 7]!]!
   );
 }
 

@@ -12,10 +12,7 @@ function isRealDateTime(value: string): boolean {
 /** Input timestamps must carry a zone (`Z` or `+hh:mm`); they are normalized to UTC with milliseconds. */
 export const isoTimestampInput = z
   .string()
-  .regex(
-    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/,
-    'must be an ISO-8601 timestamp with a zone, e.g. 2026-11-21T17:44:29.123Z',
-  )
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/, 'must be an ISO-8601 timestamp with a zone, e.g. 2026-11-21T17:44:29.123Z')
   .refine(isRealDateTime, 'is not a real calendar date and time')
   .transform((s) => new Date(s).toISOString())
   .meta({ format: 'date-time', example: '2026-11-21T17:44:29.123Z' });

@@ -36,12 +36,7 @@ export async function createUser(ctx: AppContext, orgId: string, raw: unknown): 
   });
 }
 
-export async function listUsers(
-  ctx: AppContext,
-  caller: Caller,
-  orgId: string,
-  params: { cursor?: string; limit: number },
-): Promise<Page<UserItem>> {
+export async function listUsers(ctx: AppContext, caller: Caller, orgId: string, params: { cursor?: string; limit: number }): Promise<Page<UserItem>> {
   await authorize(ctx, caller, orgId, 'read');
   let query = ctx.db.db
     .selectFrom('users as u')
@@ -61,7 +56,12 @@ export async function listUsers(
       ]),
     );
   }
-  const rows = await query.orderBy('u.last_name').orderBy('u.first_name').orderBy('u.id').limit(params.limit + 1).execute();
+  const rows = await query
+    .orderBy('u.last_name')
+    .orderBy('u.first_name')
+    .orderBy('u.id')
+    .limit(params.limit + 1)
+    .execute();
   return paginate(
     rows,
     params.limit,

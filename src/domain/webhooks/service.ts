@@ -56,7 +56,11 @@ function validateSpec(ctx: AppContext, spec: SubscriptionSpec): string {
 }
 
 /** Registers a subscription; the secret is returned here and never shown again. */
-export async function createSubscription(ctx: AppContext, caller: Caller, spec: SubscriptionSpec): Promise<{ id: string; secret: string; record: SubscriptionRecord }> {
+export async function createSubscription(
+  ctx: AppContext,
+  caller: Caller,
+  spec: SubscriptionSpec,
+): Promise<{ id: string; secret: string; record: SubscriptionRecord }> {
   const url = validateSpec(ctx, spec);
   return inTransaction(ctx.db, async (tx) => {
     await assertSubjectExists(tx, spec.subjectType, spec.subjectId);
@@ -284,4 +288,3 @@ export async function replayDeliveries(
     return { id: row.id, requeued, truncated, nextSince: truncated ? nextSince : null };
   });
 }
-

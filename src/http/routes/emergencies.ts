@@ -3,21 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { categoryPage } from '../../domain/categories/schema.js';
 import { listCategories } from '../../domain/categories/service.js';
-import {
-  declareInput,
-  emergencyPage,
-  emergencyRecord,
-  listEmergenciesQuery,
-  recategorizeInput,
-  resolveInput,
-} from '../../domain/emergencies/schema.js';
-import {
-  declareEmergency,
-  getEmergencyJson,
-  listEmergenciesJson,
-  recategorizeEmergency,
-  resolveEmergency,
-} from '../../domain/emergencies/service.js';
+import { declareInput, emergencyPage, emergencyRecord, listEmergenciesQuery, recategorizeInput, resolveInput } from '../../domain/emergencies/schema.js';
+import { declareEmergency, getEmergencyJson, listEmergenciesJson, recategorizeEmergency, resolveEmergency } from '../../domain/emergencies/service.js';
 import { callerOf } from '../../edge/auth.js';
 import { idempotencyHeaders } from '../../edge/idempotency.js';
 import { errorResponses } from '../error-schemas.js';
@@ -95,8 +82,7 @@ export const emergencyRoutes =
         params: emergencyPath,
         response: { 200: emergencyRecord, ...errorResponses({ 404: 'emergency_not_found' }) },
       },
-      handler: async (req, reply) =>
-        sendJsonText(reply, await getEmergencyJson(ctx, callerOf(req), req.params.org_id, req.params.emergency_id)),
+      handler: async (req, reply) => sendJsonText(reply, await getEmergencyJson(ctx, callerOf(req), req.params.org_id, req.params.emergency_id)),
     });
 
     r.patch('/orgs/:org_id/emergencies/:emergency_id', {

@@ -76,7 +76,10 @@ export const messageRoutes =
     app.addContentTypeParser('application/json', (request, payload, done) => {
       readBody(payload, request.headers['content-length'], MESSAGE_BODY_LIMIT).then((body) => {
         try {
-          done(null, parseLargeJson(body, (text) => parseJsonText(parseSmall, request, text)));
+          done(
+            null,
+            parseLargeJson(body, (text) => parseJsonText(parseSmall, request, text)),
+          );
         } catch (err) {
           done(err as Error, undefined);
         }

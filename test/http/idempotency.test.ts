@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { client } from '../helpers/http.js';
 import { sweepExpiredAnswers } from '../../src/db/idempotency.js';
-import { type OrgFixture, orgApi, startOrgServer, type TestServer } from '../helpers/server.js';
+import { startServer } from '../../src/server.js';
+import { client } from '../helpers/http.js';
+import { mintKey, type OrgFixture, orgApi, startOrgServer, type TestServer } from '../helpers/server.js';
 
 // extensions.md §2: Idempotency-Key on every POST and PATCH.
 describe('Idempotency-Key', () => {
@@ -129,5 +130,26 @@ describe('Idempotency-Key', () => {
     const again = await api.post(path, { description: 'idem-expire-2' }, withKey('expire-1'));
     assert.equal(again.status, 201);
     assert.equal(again.headers.get('idempotent-replayed'), null);
+  });
+
+  it('two instances on one database: the later commit is rolled back whole and replays the first answer', async () => {
+    // A second server on the same database: the in-process check cannot see the other instance's
+    // request, so the stored answer's primary key decides.
+    const second = await startServer(server.config);
+    try {
+      const { key: shared } = await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId });
+      const mine = client(server.base, shared);
+      const other = client(`${second.url}/api/public/v1`, shared);
+      for (let round = 0; round < 5; round++) {
+        const key = `two-instances-${round}`;
+        const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? mine : other).post(path, { description: key }, withKey(key))));
+        for (const a of answers) assert.ok(a.status === 201 || a.status === 409, `${a.status} ${JSON.stringify(a.body)}`);
+        const ids = new Set(answers.filter((a) => a.status === 201).map((a) => a.body.emergencyId));
+        assert.equal(ids.size, 1);
+        assert.equal(await rows('emergencies', 'description', key), 1);
+      }
+    } finally {
+      await second.stop();
+    }
   });
 });

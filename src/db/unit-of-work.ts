@@ -66,6 +66,14 @@ export interface UnitOfWork extends Writes {
   skipLocked<Q extends SelectQueryBuilder<any, any, any>>(query: Q): Q;
 }
 
+/** What an adapter supplies for a unit of work besides the recorded writes. */
+export interface UnitOfWorkParts {
+  db: Kysely<Database>;
+  lockForChange: UnitOfWork['emergencies']['lockForChange'];
+  afterCommit(fn: () => void): void;
+  skipLocked: UnitOfWork['skipLocked'];
+}
+
 /** The buffered writes of one unit, in the order the adapter sends them. */
 export class WriteSet implements Writes {
   readonly emergencyInserts: EmergencyInsert[] = [];
@@ -81,6 +89,19 @@ export class WriteSet implements Writes {
   readonly resolutions = { insert: (row: ResolutionTable) => void this.resolutionRows.push(row) };
   readonly audit = { record: (row: AuditLogTable) => void this.auditRows.push(row) };
   readonly events = { append: (event: EventInsert) => void this.eventRows.push(event) };
+
+  /** The unit of work a service sees: the adapter's reads and locks, writes recorded here. */
+  unitOfWork(parts: UnitOfWorkParts): UnitOfWork {
+    return {
+      db: parts.db,
+      emergencies: { ...this.emergencies, lockForChange: parts.lockForChange },
+      resolutions: this.resolutions,
+      audit: this.audit,
+      events: this.events,
+      afterCommit: parts.afterCommit,
+      skipLocked: parts.skipLocked,
+    };
+  }
 
   /** Only new rows (no change of an existing one): such units may be written together by one statement. */
   get insertsOnly(): boolean {

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createContext } from '../../src/app.js';
@@ -9,20 +8,13 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createSubscription } from '../../src/domain/webhooks/service.js';
 import { type Receiver, startReceiver, verify } from '../delivery/helpers.js';
+import { freePort } from '../helpers/child-server.js';
 import { freshDatabaseUrl } from '../helpers/db.js';
 import { createOrgTree, mintKey } from '../helpers/server.js';
 
 const BIN = resolve(import.meta.dirname, '../../bin/emergency-api.js');
 const KILLS = Number(process.env.CRASH_KILLS ?? 10);
 const WRITERS = 6;
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
-  const port = (probe.address() as { port: number }).port;
-  await new Promise((r) => probe.close(r));
-  return port;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

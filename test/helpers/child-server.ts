@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { resolve } from 'node:path';
 
 const BIN = resolve(import.meta.dirname, '../../bin/emergency-api.js');
@@ -50,4 +51,13 @@ export async function spawnServer(env: Record<string, string>): Promise<ChildSer
       await new Promise((r) => child.once('exit', r));
     },
   };
+}
+
+/** A loopback port free right now. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+  const port = (probe.address() as { port: number }).port;
+  await new Promise((r) => probe.close(r));
+  return port;
 }

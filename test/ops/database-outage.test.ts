@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -9,7 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { createContext } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { type ChildServer, spawnServer } from '../helpers/child-server.js';
+import { type ChildServer, freePort, spawnServer } from '../helpers/child-server.js';
 import { freshDatabaseUrl, onPostgres } from '../helpers/db.js';
 import { client } from '../helpers/http.js';
 import { rawMcp } from '../helpers/mcp.js';
@@ -40,14 +39,6 @@ async function expectUnavailable(res: { status: number; body: any; headers: Head
   assert.equal(res.status, 503, JSON.stringify(res.body));
   assert.equal(res.body.detail.error, 'unavailable');
   assert.ok(Number(res.headers.get('retry-after')) >= 1);
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
-  const port = (probe.address() as { port: number }).port;
-  await new Promise((r) => probe.close(r));
-  return port;
 }
 
 describe('database unavailable: 503 with Retry-After, one log line per outage', {

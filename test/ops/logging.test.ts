@@ -1,20 +1,17 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { createContext } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { type ChildServer, spawnServer } from '../helpers/child-server.js';
 import { freshDatabaseUrl } from '../helpers/db.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey } from '../helpers/server.js';
 
-const BIN = resolve(import.meta.dirname, '../../bin/emergency-api.js');
-
 describe('structured logs of a running server', () => {
   const database = freshDatabaseUrl();
-  let child: ChildProcess;
-  const lines: any[] = [];
+  let server: ChildServer;
+  let lines: any[] = [];
   let url = '';
   let key = '';
   let keyId = '';
@@ -27,37 +24,13 @@ describe('structured logs of a running server', () => {
     ({ key, id: keyId } = await mintKey(ctx, { subjectType: 'org', subjectId: org.orgId }));
     orgId = org.orgId;
     await ctx.db.close();
-    child = spawn(process.execPath, [BIN, 'serve'], {
-      env: { ...process.env, DATABASE_URL: database.url, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_PER_KEY: '1000' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let buffer = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      buffer += chunk.toString();
-      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
-        const line = buffer.slice(0, nl);
-        buffer = buffer.slice(nl + 1);
-        try {
-          lines.push(JSON.parse(line));
-        } catch {
-          lines.push({ raw: line });
-        }
-      }
-    });
-    const deadline = Date.now() + 30_000;
-    while (!url && Date.now() < deadline) {
-      const listening = lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening at http://127.0.0.1'));
-      if (listening) url = listening.msg.slice('Server listening at '.length);
-      else await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.ok(url, 'server started');
+    server = await spawnServer({ DATABASE_URL: database.url });
+    url = server.url;
+    lines = server.lines;
   });
 
   after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((r) => child.once('exit', r));
-    }
+    await server.kill();
     await database.drop();
   });
 
@@ -79,8 +52,8 @@ describe('structured logs of a running server', () => {
 
   it('shuts down on SIGTERM within the grace period', async () => {
     const started = Date.now();
-    child.kill('SIGTERM');
-    const code = await new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+    server.child.kill('SIGTERM');
+    const code = await new Promise<number | null>((r) => server.child.once('exit', (c) => r(c)));
     assert.equal(code, 0);
     assert.ok(Date.now() - started < 15_000);
     assert.ok(lines.some((l) => l.msg === 'shutting down'));

@@ -71,15 +71,14 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     let committed: CommittedEvent[] = [];
     const result = await db.transaction().execute(async (trx) => {
       const writes = new WriteSet();
-      const value = await fn({
-        db: trx,
-        emergencies: { ...writes.emergencies, lockForChange: (orgId, id) => lockEmergency(trx, orgId, id) },
-        resolutions: writes.resolutions,
-        audit: writes.audit,
-        events: writes.events,
-        afterCommit: (cb) => callbacks.push(cb),
-        skipLocked: (query) => query.forUpdate().skipLocked() as typeof query,
-      });
+      const value = await fn(
+        writes.unitOfWork({
+          db: trx,
+          lockForChange: (orgId, id) => lockEmergency(trx, orgId, id),
+          afterCommit: (cb) => callbacks.push(cb),
+          skipLocked: (query) => query.forUpdate().skipLocked() as typeof query,
+        }),
+      );
       committed = await sendWrites(trx, writes);
       const answer = idempotencyRow(scope, value);
       if (answer) await storeAnswer(trx, answer);

@@ -123,15 +123,13 @@ export class SqliteGroupCommitter {
     const connection: JobConnection = { db: trx, dialect: 'sqlite', sqliteDirect: () => statements };
     const writes = new WriteSet();
     const afterCommit: (() => void)[] = [];
-    const uow: UnitOfWork = {
+    const uow = writes.unitOfWork({
       db: trx,
-      emergencies: { ...writes.emergencies, lockForChange: (orgId, id) => lockEmergency(connection, orgId, id) },
-      resolutions: writes.resolutions,
-      audit: writes.audit,
-      events: writes.events,
+      lockForChange: (orgId, id) => lockEmergency(connection, orgId, id),
       afterCommit: (cb) => afterCommit.push(cb),
+      // One transaction at a time: nothing is ever held by another.
       skipLocked: (query) => query,
-    };
+    });
     const value = await job.fn(uow);
     const committed = await sendWrites(connection, writes, this.offsets);
     const answer = idempotencyRow(job.scope, value);

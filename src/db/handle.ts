@@ -65,6 +65,8 @@ export interface DbHandle {
   pgPool?: pg.Pool;
   /** For PostgreSQL: the schema named in the URL, if any. */
   pgSchema?: string;
+  /** For PostgreSQL: a handle of its own without statement timeouts, for migrations (closed by the caller). */
+  unbounded?(): DbHandle;
   /** For SQLite files: the path of the database file. */
   sqlitePath?: string;
   /** For SQLite files: checkpoint the WAL from a background thread instead of inside commits. */

@@ -80,17 +80,6 @@ export function isIdempotencyKeyConflict(err: unknown): boolean {
   return (e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE') && /idempotency_keys\./.test(e.message ?? '');
 }
 
-/** The stored answer of a key, unless expired. */
-export function findStoredAnswer(db: Kysely<Database>, apiKeyId: string, key: string): Promise<IdempotencyKeyTable | undefined> {
-  return db
-    .selectFrom('idempotency_keys')
-    .selectAll()
-    .where('api_key_id', '=', apiKeyId)
-    .where('idem_key', '=', key)
-    .where('expires_at', '>', new Date().toISOString())
-    .executeTakeFirst();
-}
-
 /** Deletes expired answers; returns how many. */
 export async function sweepExpiredAnswers(db: Kysely<Database>): Promise<number> {
   const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', new Date().toISOString()).executeTakeFirst();

@@ -15,9 +15,15 @@ const migratorFor = (handle: DbHandle) => new Migrator({ db: handle.db, provider
  * lock, so instances starting together apply them once.
  */
 export async function migrateToLatest(handle: DbHandle): Promise<string[]> {
-  const { error, results } = await migratorFor(handle).migrateToLatest();
-  if (error) throw error instanceof Error ? error : new Error(String(error));
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  // Without the statement timeout: an index built on a large table may rightly take minutes.
+  const maintenance = handle.unbounded?.() ?? handle;
+  try {
+    const { error, results } = await migratorFor(maintenance).migrateToLatest();
+    if (error) throw error instanceof Error ? error : new Error(String(error));
+    return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+  } finally {
+    if (maintenance !== handle) await maintenance.close();
+  }
 }
 
 /** True when every known migration has been applied: what /readyz reports. */

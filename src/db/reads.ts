@@ -1,5 +1,6 @@
 import type { DbHandle } from './handle.js';
 import { preparedQuery } from './prepared.js';
+import type { IdempotencyKeyTable } from './types.js';
 
 /**
  * The reads of the hot paths, as prepared queries: on SQLite they run on the connection at once when
@@ -38,4 +39,19 @@ const eventsAfterQuery = preparedQuery((db, p) =>
 export async function eventsAfter(handle: DbHandle, orgId: string, after: number, limit: number): Promise<StoredEvent[]> {
   const rows = await eventsAfterQuery.execute(handle, { orgId, after, limit });
   return rows.map((r) => ({ offset: Number(r.stream_offset), payload: r.payload, createdAtMs: Date.parse(r.created_at) }));
+}
+
+const answerByKey = preparedQuery((db, p) =>
+  db
+    .selectFrom('idempotency_keys')
+    .selectAll()
+    .where('api_key_id', '=', p('api_key_id'))
+    .where('idem_key', '=', p('idem_key'))
+    .where('expires_at', '>', p('now')),
+);
+
+/** The stored answer of an Idempotency-Key, unless expired (read on every write that carries one). */
+export async function storedAnswer(handle: DbHandle, apiKeyId: string, key: string): Promise<IdempotencyKeyTable | undefined> {
+  const [row] = await answerByKey.execute(handle, { api_key_id: apiKeyId, idem_key: key, now: new Date().toISOString() });
+  return row;
 }

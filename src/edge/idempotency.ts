@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { DbHandle } from '../db/connect.js';
-import { findStoredAnswer, type StoredAnswer, withIdempotencyScope } from '../db/idempotency.js';
+import { type StoredAnswer, withIdempotencyScope } from '../db/idempotency.js';
+import { storedAnswer } from '../db/reads.js';
 import type { IdempotencyKeyTable } from '../db/types.js';
 import { AppError, fieldError } from '../errors.js';
 
@@ -105,7 +106,7 @@ export function idempotencyHook(db: DbHandle) {
     inFlight.add(slot);
     reply.raw.once('close', () => inFlight.delete(slot));
     const fingerprint = requestFingerprint(request.method, request.url, request.body);
-    findStoredAnswer(db.db, principal.keyId, key).then(
+    storedAnswer(db, principal.keyId, key).then(
       (stored) => {
         if (stored) {
           try {
@@ -124,7 +125,7 @@ export function idempotencyHook(db: DbHandle) {
 
 /** The stored answer that beat this request's commit, sent in its place (see IdempotencyKeyTaken). */
 export async function replayTakenKey(db: DbHandle, request: FastifyRequest, reply: FastifyReply, apiKeyId: string, key: string) {
-  const stored = await findStoredAnswer(db.db, apiKeyId, key);
+  const stored = await storedAnswer(db, apiKeyId, key);
   if (!stored) throw new AppError('idempotency_key_in_use', 'A request with this Idempotency-Key is being written; retry in a moment.');
   return replayStoredAnswer(reply, stored, requestFingerprint(request.method, request.url, request.body));
 }

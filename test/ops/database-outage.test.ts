@@ -5,9 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import BetterSqlite3 from 'better-sqlite3';
+import { sql } from 'kysely';
 import { createContext } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { isDatabaseUnavailable } from '../../src/db/unavailable.js';
 import { type ChildServer, freePort, spawnServer } from '../helpers/child-server.js';
 import { freshDatabaseUrl, onPostgres } from '../helpers/db.js';
 import { client } from '../helpers/http.js';
@@ -181,6 +184,23 @@ describe('PostgreSQL stopped and frozen: 503 with Retry-After, /readyz within 1 
     const { unavailable, stacks } = outageLines(server);
     assert.equal(unavailable.length, 1, JSON.stringify(unavailable));
     assert.deepEqual(stacks, []);
+  });
+
+  it('a query in flight when PostgreSQL stops fails as unavailable, and the process lives on', async () => {
+    const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+    const handle = openDatabase(url, { statementTimeoutMs: 30_000, connectTimeoutMs: 1000 });
+    try {
+      const running = sql`select pg_sleep(20)`.execute(handle.db);
+      await sleep(300);
+      pgCtl('-m', 'immediate', 'stop');
+      await assert.rejects(running, (err) => isDatabaseUnavailable(err));
+      // The broken connection was dropped, not handed out again.
+      start();
+      const { rows } = await sql<{ one: number }>`select 1 as one`.execute(handle.db);
+      assert.equal(rows[0]!.one, 1);
+    } finally {
+      await handle.close();
+    }
   });
 
   it('a frozen server: writes end in a 503 within the timeouts and /readyz answers within 1 s', async () => {

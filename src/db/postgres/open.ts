@@ -4,7 +4,7 @@ import type { DatabaseTimeouts, DbHandle, FailureReport } from '../handle.js';
 import { currentIdempotencyScope, IdempotencyKeyTaken, idempotencyRow, isIdempotencyKeyConflict } from '../idempotency.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
 import { type CommittedEvent, type UnitOfWork, type Writes, WriteSet } from '../unit-of-work.js';
-import { pgDriver } from './driver.js';
+import { openPgPool } from './pool.js';
 import { PgInsertBatcher } from './insert-batcher.js';
 import { OwnSchemaPostgresDialect } from './schema-introspector.js';
 import { lockEmergency, sendWrites } from './writes.js';
@@ -37,10 +37,12 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
   // The server ends a statement that runs too long (statement_timeout) and a transaction left idle
   // (a client that died mid-transaction must not hold its locks); the client gives up on a server that
   // stops answering altogether (query_timeout: a frozen or unreachable server never sends the error).
-  const settings = [
-    `-c statement_timeout=${timeouts.statementTimeoutMs}`,
-    `-c idle_in_transaction_session_timeout=${Math.max(10_000, 4 * timeouts.statementTimeoutMs)}`,
-  ];
+  // A statement timeout of 0 leaves statements unbounded (migrations: an index built on a large table
+  // may rightly take minutes).
+  const bounded = timeouts.statementTimeoutMs > 0;
+  const settings = bounded
+    ? [`-c statement_timeout=${timeouts.statementTimeoutMs}`, `-c idle_in_transaction_session_timeout=${Math.max(10_000, 4 * timeouts.statementTimeoutMs)}`]
+    : [];
   if (schema) {
     if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error('DATABASE_URL schema must be a lowercase identifier');
     settings.push(`-c search_path=${schema}`);
@@ -49,15 +51,11 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     connectionString: parsed.toString(),
     options: settings.join(' '),
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
-    query_timeout: timeouts.statementTimeoutMs + 1000,
+    ...(bounded ? { query_timeout: timeouts.statementTimeoutMs + 1000 } : {}),
     keepAlive: true,
   };
-  const pool = new (pgDriver().Pool)({ ...clientConfig, max: 10 });
-  // An idle connection of the pool can end under it (PostgreSQL restarts, an administrator or an idle
-  // timeout on the way ends it): the pool drops it and emits 'error'. Unheard, that event would end
-  // the process, while the next query simply opens a new connection.
   let report: FailureReport = () => undefined;
-  pool.on('error', (err) => report(err, 'an idle PostgreSQL connection ended; the pool opens a new one'));
+  const pool = openPgPool(clientConfig, (err) => report(err, 'an idle PostgreSQL connection ended; the pool opens a new one'));
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
   let committedListener: (event: CommittedEvent) => void = () => undefined;
@@ -97,6 +95,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     pgPool: pool,
     pgSchema: schema ?? undefined,
     unitOfWork,
+    unbounded: () => openPostgres(url, { ...timeouts, statementTimeoutMs: 0 }),
     async commit(record, result) {
       const writes = new WriteSet();
       record(writes);

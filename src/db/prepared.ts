@@ -15,6 +15,14 @@ interface Target {
 
 let statementCount = 0;
 
+/** What Kysely's SQLite driver does, without its connection lock and promise hops. */
+function runOn<R>(direct: SqliteStatements, query: CompiledQuery<R>): R[] {
+  const statement = direct.prepare(query.sql);
+  if (statement.reader) return statement.all(query.parameters) as R[];
+  statement.run(query.parameters);
+  return [];
+}
+
 const SENTINEL_PREFIX = '\u0000prepared-param:';
 
 /** A value placeholder of a prepared query; typed `any` so it fits any column of the builder. */
@@ -73,15 +81,16 @@ export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>,
         return result.rows as R[];
       }
       const direct = target.sqliteDirect?.();
-      if (direct) {
-        // What Kysely's SQLite driver does, without its connection lock and promise hops.
-        const statement = direct.prepare(query.sql);
-        if (statement.reader) return statement.all(query.parameters) as R[];
-        statement.run(query.parameters);
-        return [];
-      }
+      if (direct) return runOn(direct, query);
       const result = await target.db.executeQuery(query);
       return result.rows;
+    },
+    /**
+     * Runs the query at once on a SQLite connection that takes statements directly (a group-commit
+     * job's writes): no promise per statement.
+     */
+    runNow(target: Omit<Target, 'sqliteDirect'> & { sqliteDirect(): SqliteStatements }, values: Record<N, unknown>): R[] {
+      return runOn(target.sqliteDirect(), this.bind(target, values));
     },
   };
 }

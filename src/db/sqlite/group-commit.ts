@@ -131,10 +131,10 @@ export class SqliteGroupCommitter {
       skipLocked: (query) => query,
     });
     const value = await job.fn(uow);
-    const committed = await sendWrites(connection, writes, this.offsets);
+    const committed = sendWrites(connection, writes, this.offsets);
     const answer = idempotencyRow(job.scope, value);
     if (answer) {
-      await storeAnswer(connection, answer);
+      storeAnswer(connection, answer);
       afterCommit.unshift(() => {
         job.scope!.stored = true;
       });

@@ -109,16 +109,16 @@ export async function lockEmergency(connection: JobConnection, orgId: string, id
  * Sends a job's recorded writes on the batch's connection, inside the job's savepoint. Events take
  * their org's next offsets from the batch (see BatchEventOffsets). Returns the last offset per org.
  */
-export async function sendWrites(connection: JobConnection, writes: WriteSet, offsets: BatchEventOffsets): Promise<CommittedEvent[]> {
-  for (const row of writes.emergencyInserts) await insertEmergency.execute(connection, row);
-  for (const { orgId, id, change } of writes.emergencyChanges) await updateEmergency.execute(connection, { ...change, org_id: orgId, id });
-  for (const row of writes.resolutionRows) await insertResolution.execute(connection, { ...row });
-  for (const row of writes.auditRows) await insertAudit.execute(connection, { ...row });
+export function sendWrites(connection: JobConnection, writes: WriteSet, offsets: BatchEventOffsets): CommittedEvent[] {
+  for (const row of writes.emergencyInserts) insertEmergency.runNow(connection, row);
+  for (const { orgId, id, change } of writes.emergencyChanges) updateEmergency.runNow(connection, { ...change, org_id: orgId, id });
+  for (const row of writes.resolutionRows) insertResolution.runNow(connection, { ...row });
+  for (const row of writes.auditRows) insertAudit.runNow(connection, { ...row });
   const last = new Map<string, number>();
   for (const event of writes.eventRows) {
     const offset = offsets.next(event.org_id);
     if (offset === null) throw new Error(`Organization ${event.org_id} does not exist.`);
-    await insertEvent.execute(connection, { ...event, stream_offset: offset });
+    insertEvent.runNow(connection, { ...event, stream_offset: offset });
     last.set(event.org_id, offset);
   }
   return [...last].map(([orgId, offset]) => ({ orgId, offset }));
@@ -138,9 +138,9 @@ const insertAnswer = preparedQuery((db, p) =>
 );
 
 /** Stores a job's answer in its savepoint; a key another request committed first fails the job whole. */
-export async function storeAnswer(connection: JobConnection, answer: IdempotencyKeyTable): Promise<void> {
+export function storeAnswer(connection: JobConnection, answer: IdempotencyKeyTable): void {
   try {
-    await insertAnswer.execute(connection, { ...answer });
+    insertAnswer.runNow(connection, { ...answer });
   } catch (err) {
     if (isIdempotencyKeyConflict(err)) throw new IdempotencyKeyTaken(answer.api_key_id, answer.idem_key);
     throw err;

@@ -83,6 +83,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const gate: KeyGate = { keys, rateLimiter, authFailures };
   app.decorate('services', gate satisfies AppServices);
   app.decorateRequest('principal', null);
+  app.decorateRequest('idempotency', null);
   app.setValidatorCompiler(zodValidatorCompiler);
   // Responses are built by the services from typed records; the schemas document them, and plain
   // JSON.stringify avoids validating every response on the hot path.

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type pg from 'pg';
+import type { IdempotencyScope } from './idempotency.js';
 import type { Database } from './types.js';
 import type { CommittedEvent, UnitOfWork, Writes } from './unit-of-work.js';
 
@@ -44,13 +45,13 @@ export interface DbHandle {
    * commit; `afterCommit` callbacks and wake-ups run once committed. When the request has an
    * Idempotency-Key, the answer made of `fn`'s value is stored in the same transaction.
    */
-  unitOfWork<T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T>;
+  unitOfWork<T>(fn: (uow: UnitOfWork) => Promise<T>, idempotency?: IdempotencyScope): Promise<T>;
   /**
    * Writes what `record` records, as one transaction that reads nothing. Such units of one org may be
    * written together by one statement (see PgInsertBatcher); resolves once committed. `result` is what
    * the operation answers with, for the request's Idempotency-Key (see db/idempotency.ts).
    */
-  commit(record: (writes: Writes) => void, result?: unknown): Promise<void>;
+  commit(record: (writes: Writes) => void, result?: unknown, idempotency?: IdempotencyScope): Promise<void>;
   /** Who is told, after each commit, of every org whose event stream advanced (the process's event bus). */
   onCommitted(listener: (event: CommittedEvent) => void): void;
   /**

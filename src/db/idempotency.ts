@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Kysely } from 'kysely';
 import type { Database, IdempotencyKeyTable } from './types.js';
 
@@ -13,9 +12,10 @@ export interface StoredAnswer {
 }
 
 /**
- * The Idempotency-Key of the request being served, set by the surface. The first unit of work of the
- * request whose value `answer` turns into an answer stores that answer in its own transaction; an
- * answer of null means the unit made no write worth replaying (the key stays free).
+ * The Idempotency-Key of the request being served, set by the surface and handed by the service to
+ * its unit of work (it travels with the Caller). The first unit of the request whose value `answer`
+ * turns into an answer stores that answer in its own transaction; an answer of null means the unit
+ * made no write worth replaying (the key stays free).
  */
 export interface IdempotencyScope {
   apiKeyId: string;
@@ -26,19 +26,8 @@ export interface IdempotencyScope {
   stored: boolean;
 }
 
-const scopes = new AsyncLocalStorage<IdempotencyScope>();
-
-/** Runs `fn` (the rest of the request) with `scope` as the request's Idempotency-Key. */
-export function withIdempotencyScope(scope: IdempotencyScope, fn: () => void): void {
-  scopes.run(scope, fn);
-}
-
-/**
- * The scope of the request that starts a unit of work, read when the unit is started (in the request's
- * own async context; group commit runs units later, in another one), or undefined.
- */
-export function currentIdempotencyScope(): IdempotencyScope | undefined {
-  const scope = scopes.getStore();
+/** The scope a unit of work may still store its answer in: none once an earlier unit of the request has. */
+export function openScope(scope: IdempotencyScope | undefined): IdempotencyScope | undefined {
   return scope && !scope.stored ? scope : undefined;
 }
 

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { IdempotencyScope } from '../db/idempotency.js';
 import type { Caller, Principal } from '../domain/access/principal.js';
 import type { KeyAuthenticator } from '../domain/keys/service.js';
 import { normalizeOrgId } from '../domain/shared/ids.js';
@@ -8,6 +9,8 @@ import { enforceRateLimit, type RateLimiter } from './rate-limit.js';
 declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
+    /** Set by the Idempotency-Key hook on REST writes that carry the header. */
+    idempotency: IdempotencyScope | null;
   }
 }
 
@@ -87,5 +90,5 @@ export function requireApiKey(gate: KeyGate) {
 
 export function callerOf(request: FastifyRequest): Caller {
   if (!request.principal) throw new AppError('unauthenticated', 'A valid API key is required.');
-  return { principal: request.principal, requestId: request.id };
+  return { principal: request.principal, requestId: request.id, idempotency: request.idempotency ?? undefined };
 }

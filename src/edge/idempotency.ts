@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { DbHandle } from '../db/connect.js';
-import { type StoredAnswer, withIdempotencyScope } from '../db/idempotency.js';
+import type { StoredAnswer } from '../db/idempotency.js';
 import { storedAnswer } from '../db/reads.js';
 import type { IdempotencyKeyTable } from '../db/types.js';
 import { AppError, fieldError } from '../errors.js';
@@ -116,7 +116,8 @@ export function idempotencyHook(db: DbHandle) {
           }
           return;
         }
-        withIdempotencyScope({ apiKeyId: principal.keyId, key, fingerprint, answer: answerOf, stored: false }, () => done());
+        request.idempotency = { apiKeyId: principal.keyId, key, fingerprint, answer: answerOf, stored: false };
+        done();
       },
       (err: Error) => done(err),
     );

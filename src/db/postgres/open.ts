@@ -1,7 +1,7 @@
 import { Kysely } from 'kysely';
 import type pg from 'pg';
 import type { DatabaseTimeouts, DbHandle, FailureReport } from '../handle.js';
-import { currentIdempotencyScope, IdempotencyKeyTaken, idempotencyRow, isIdempotencyKeyConflict } from '../idempotency.js';
+import { IdempotencyKeyTaken, type IdempotencyScope, idempotencyRow, isIdempotencyKeyConflict, openScope } from '../idempotency.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
 import { type CommittedEvent, type UnitOfWork, type Writes, WriteSet } from '../unit-of-work.js';
 import { openPgPool } from './pool.js';
@@ -63,8 +63,8 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     for (const event of events) committedListener(event);
   };
   const batcher = new PgInsertBatcher({ db, dialect: 'postgres', pgPool: pool });
-  const unitOfWork = async <T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T> => {
-    const scope = currentIdempotencyScope();
+  const unitOfWork = async <T>(fn: (uow: UnitOfWork) => Promise<T>, idempotency?: IdempotencyScope): Promise<T> => {
+    const scope = openScope(idempotency);
     const callbacks: (() => void)[] = [];
     let committed: CommittedEvent[] = [];
     const result = await db.transaction().execute(async (trx) => {
@@ -96,7 +96,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     pgSchema: schema ?? undefined,
     unitOfWork,
     unbounded: () => openPostgres(url, { ...timeouts, statementTimeoutMs: 0 }),
-    async commit(record, result) {
+    async commit(record, result, idempotency) {
       const writes = new WriteSet();
       record(writes);
       const orgs = writes.eventsByOrg();
@@ -104,7 +104,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
       // arriving at the same moment, by one statement. Anything else is an ordinary transaction.
       if (writes.insertsOnly && orgs.size === 1) {
         const [orgId] = orgs.keys();
-        const scope = currentIdempotencyScope();
+        const scope = openScope(idempotency);
         const answer = idempotencyRow(scope, result);
         try {
           const offset = await batcher.write(orgId!, writes, answer);
@@ -119,7 +119,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
       await unitOfWork(async (uow) => {
         replay(writes, uow);
         return result;
-      });
+      }, idempotency);
     },
     onCommitted(listener) {
       committedListener = listener;

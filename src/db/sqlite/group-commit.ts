@@ -4,7 +4,7 @@ import type { SqliteStatements } from '../handle.js';
 import type { Database } from '../types.js';
 import { type CommittedEvent, type UnitOfWork, WriteSet } from '../unit-of-work.js';
 import { BatchEventOffsets } from './event-offsets.js';
-import { currentIdempotencyScope, type IdempotencyScope, idempotencyRow } from '../idempotency.js';
+import { type IdempotencyScope, idempotencyRow, openScope } from '../idempotency.js';
 import { type JobConnection, lockEmergency, sendWrites, storeAnswer } from './writes.js';
 
 /** Most transactions committed together; bounds the latency one batch adds to its first request. */
@@ -12,7 +12,7 @@ const MAX_BATCH = 128;
 
 interface Job {
   fn: (uow: UnitOfWork) => Promise<unknown>;
-  /** The Idempotency-Key of the request that queued the job, captured in the request's own context. */
+  /** The Idempotency-Key of the request that queued the job, if its answer is still to be stored. */
   scope: IdempotencyScope | undefined;
   resolve(value: unknown): void;
   reject(err: unknown): void;
@@ -58,9 +58,9 @@ export class SqliteGroupCommitter {
     this.offsets = new BatchEventOffsets(sqlite);
   }
 
-  run<T>(fn: (uow: UnitOfWork) => Promise<T>): Promise<T> {
+  run<T>(fn: (uow: UnitOfWork) => Promise<T>, idempotency?: IdempotencyScope): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, scope: currentIdempotencyScope(), resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ fn, scope: openScope(idempotency), resolve: resolve as (value: unknown) => void, reject });
       if (this.draining) return;
       this.draining = true;
       // better-sqlite3 is synchronous, so a whole transaction runs in microtasks without yielding to

@@ -86,12 +86,12 @@ export function openSqlite(path: string, timeouts: DatabaseTimeouts): DbHandle {
     sqlitePath: path === ':memory:' ? undefined : path,
     // Every transaction goes through group commit: the batch holds SQLite's write lock, so the
     // batch counts the org offsets (see BatchEventOffsets).
-    unitOfWork: (fn) => groupCommit.run(fn),
-    async commit(record, result) {
+    unitOfWork: (fn, idempotency) => groupCommit.run(fn, idempotency),
+    async commit(record, result, idempotency) {
       await groupCommit.run(async (uow) => {
         record(uow);
         return result;
-      });
+      }, idempotency);
     },
     onCommitted(listener) {
       committedListener = listener;

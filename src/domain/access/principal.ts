@@ -1,3 +1,4 @@
+import type { IdempotencyScope } from '../../db/idempotency.js';
 export type Permission = 'read' | 'write';
 export type SubjectType = 'partner' | 'enterprise' | 'org';
 
@@ -18,6 +19,8 @@ export type Principal =
 export interface Caller {
   principal: Principal;
   requestId: string | null;
+  /** The request's Idempotency-Key, handed to the unit of work that writes (REST writes only). */
+  idempotency?: IdempotencyScope;
 }
 
 export const operatorCaller = (name = 'operator'): Caller => ({ principal: { kind: 'operator', name }, requestId: null });

@@ -113,12 +113,16 @@ export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: s
   const category = await resolveCategory(ctx.db, orgId, input);
   const { emergency, row } = declaredEmergency(caller, orgId, input, category);
   try {
-    await ctx.db.commit((writes) => {
-      writes.emergencies.insert(row);
-      recordTransition(writes, caller, { emergency, recordJson: row.record, at: row.created_at }, 'emergency.declared', 1, {
-        categoryId: category.id,
-      });
-    }, emergency);
+    await ctx.db.commit(
+      (writes) => {
+        writes.emergencies.insert(row);
+        recordTransition(writes, caller, { emergency, recordJson: row.record, at: row.created_at }, 'emergency.declared', 1, {
+          categoryId: category.id,
+        });
+      },
+      emergency,
+      caller.idempotency,
+    );
   } catch (err) {
     if (input.externalId !== undefined && isUniqueViolation(err)) {
       const existing = await ctx.db.db
@@ -214,7 +218,7 @@ export async function recategorizeEmergency(
       categoryId: category.id,
     });
     return emergency;
-  });
+  }, caller.idempotency);
 }
 
 /**
@@ -258,5 +262,5 @@ export async function resolveEmergency(
       ...(input.metadata ? { resolutionMetadata: input.metadata } : {}),
     });
     return { emergency, created: true };
-  });
+  }, caller.idempotency);
 }

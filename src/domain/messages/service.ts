@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.js';
-import { inTransaction, isUniqueViolation } from '../../db/connect.js';
+import { isUniqueViolation } from '../../db/connect.js';
 import type { AttachmentTable, MessageTable } from '../../db/types.js';
 import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
@@ -57,7 +57,7 @@ export async function postMessage(
   // key then fails our transaction, and the second attempt finds and returns the winner's message.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await inTransaction(ctx.db, async (tx) => {
+      return await ctx.db.unitOfWork(async (tx) => {
         if (dedupeKey) {
           const existing = await findDedupe(tx.db, orgId, dedupeKey);
           if (existing && isFresh(ctx, existing.createdAt)) {
@@ -105,7 +105,7 @@ export async function postMessage(
           },
         });
         return { message: toMessageRecord(ctx.config, messageRow, attachmentRows), created: true };
-      });
+      }, caller.idempotency);
     } catch (err) {
       if (dedupeKey && attempt < 3 && isUniqueViolation(err)) continue;
       throw err;

@@ -17,6 +17,8 @@ import { installErrorHandling } from './http/errors-plugin.js';
 import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { emergencyRoutes } from './http/routes/emergencies.js';
+import { deviceAckLags, unacknowledgedDevices } from './domain/devices/receipt-gauges.js';
+import { feedRoutes } from './http/routes/feed.js';
 import { RateLimiter } from './edge/rate-limit.js';
 import { messageRoutes } from './http/routes/messages.js';
 import { zodValidatorCompiler } from './http/validation.js';
@@ -38,12 +40,14 @@ export function createContext(config: Config): AppContext {
   const bus = new EventBus();
   // Every commit that advanced an org's stream wakes that stream's readers in this process.
   db.onCommitted((event) => bus.committed(event));
+  const metrics = new Metrics();
+  metrics.readReceiptsWith({ ackLags: () => deviceAckLags(db.db), unacknowledged: () => unacknowledgedDevices(db.db) });
   return {
     db,
     config,
     bus,
     dbOutage: new OutageLog('the database'),
-    metrics: new Metrics(),
+    metrics,
     attachments: attachmentStoreFromConfig(config),
   };
 }
@@ -173,6 +177,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         authed.addHook('preHandler', idempotencyHook(ctx.db));
         await authed.register(emergencyRoutes(ctx));
         await authed.register(directoryRoutes(ctx));
+        await authed.register(feedRoutes(ctx));
         await authed.register(messageRoutes(ctx));
       });
     },

@@ -38,6 +38,8 @@ const configSchema = z.object({
     .enum(['true', 'false', '1', '0'])
     .optional()
     .transform((v) => (v === undefined ? undefined : v === 'true' || v === '1')),
+  /** Days the event stream (and the device ack history) is kept: replay, the event feed and receipts reach this far back. */
+  EVENT_RETENTION_DAYS: z.coerce.number().int().min(7).max(3650).default(30),
   /** Message bodies over 1 MiB received at once; beyond it 503 unavailable with Retry-After. */
   MAX_CONCURRENT_LARGE_BODIES: z.coerce.number().int().min(1).max(1000).default(4),
   MESSAGE_DEDUPE_WINDOW_SECONDS: z.coerce

@@ -14,6 +14,7 @@ export const errorStatus = {
   external_id_conflict: 409,
   idempotency_key_in_use: 409,
   emergency_resolved: 409,
+  events_expired: 410,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

@@ -6,6 +6,7 @@ import type { FailureReport } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { describeError } from './delivery/log.js';
 import { sweepExpiredAnswers } from './db/idempotency.js';
+import { pruneExpiredEvents } from './domain/events/retention.js';
 import { startPgEventListener } from './db/postgres/listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
@@ -18,13 +19,14 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-const SWEEP_INTERVAL_MS = 15 * 60 * 1000;
+const ANSWER_SWEEP_MS = 15 * 60 * 1000;
+const EVENT_SWEEP_MS = 60 * 60 * 1000;
 
-/** Deletes the expired answers of Idempotency-Keys every 15 minutes (they are kept 24 h). */
-function startAnswerSweeper(ctx: AppContext, report: FailureReport): () => Promise<void> {
+/** Runs a housekeeping task on an interval; a failure is reported and the next run retries. */
+function startSweeper(task: () => Promise<unknown>, intervalMs: number, report: FailureReport, failure: string): () => Promise<void> {
   const timer = setInterval(() => {
-    sweepExpiredAnswers(ctx.db.db).catch((err: Error) => report(err, 'sweeping expired Idempotency-Key answers failed; the next sweep retries'));
-  }, SWEEP_INTERVAL_MS);
+    task().catch((err: Error) => report(err, failure));
+  }, intervalMs);
   timer.unref();
   return async () => clearInterval(timer);
 }
@@ -53,7 +55,23 @@ export async function startServer(config: Config, existing?: AppContext, options
   const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices);
   stoppers.push(() => gateway.stop());
   if (options.dispatcher !== false) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
-  stoppers.push(startAnswerSweeper(ctx, reportFailure));
+  // Expired Idempotency-Key answers (kept 24 h) and events past EVENT_RETENTION_DAYS.
+  stoppers.push(
+    startSweeper(
+      () => sweepExpiredAnswers(ctx.db.db),
+      ANSWER_SWEEP_MS,
+      reportFailure,
+      'sweeping expired Idempotency-Key answers failed; the next sweep retries',
+    ),
+  );
+  stoppers.push(
+    startSweeper(
+      () => pruneExpiredEvents(ctx.db, config.EVENT_RETENTION_DAYS),
+      EVENT_SWEEP_MS,
+      reportFailure,
+      'pruning expired events failed; the next sweep retries',
+    ),
+  );
   await app.listen({ port: config.PORT, host: config.HOST });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

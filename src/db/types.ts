@@ -22,6 +22,8 @@ export interface OrgTable {
   created_at: string;
   /** Last offset handed out on this org's event stream; bumped under the row lock of the writing transaction. */
   event_offset: number;
+  /** Highest offset removed by event retention (0: none); reading after an older offset is a 410. */
+  pruned_offset: number;
 }
 export interface CategoryTable {
   id: string;
@@ -187,6 +189,13 @@ export interface DeviceTable {
   acked_offset: number;
   acked_at: string | null;
 }
+/** One advance of a device's acknowledged offset: every event up to to_offset, acknowledged at acked_at. */
+export interface DeviceAckTable {
+  device_id: string;
+  org_id: string;
+  to_offset: number;
+  acked_at: string;
+}
 export interface WebhookSubscriptionTable {
   id: string;
   subject_type: string;
@@ -282,6 +291,7 @@ export interface Database {
   attachments: AttachmentTable;
   message_dedupe: MessageDedupeTable;
   devices: DeviceTable;
+  device_acks: DeviceAckTable;
   webhook_subscriptions: WebhookSubscriptionTable;
   webhook_cursors: WebhookCursorTable;
   webhook_deliveries: WebhookDeliveryTable;

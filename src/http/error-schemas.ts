@@ -27,7 +27,7 @@ export const validationErrorResponse = z
 const described = (schema: z.ZodType, description: string) => schema.describe(description);
 
 /** The error responses every authenticated route can return, for the OpenAPI description. */
-export function errorResponses(extra: Partial<Record<404 | 409 | 413 | 415, string>> = {}) {
+export function errorResponses(extra: Partial<Record<404 | 409 | 410 | 413 | 415, string>> = {}) {
   const out: Record<number, z.ZodType> = {
     401: described(errorResponse, 'unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer).'),
     403: described(errorResponse, 'org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write).'),

@@ -16,6 +16,10 @@ import {
   resolveInput,
 } from '../domain/emergencies/schema.js';
 import { declareEmergency, getEmergency, listEmergencies, recategorizeEmergency, resolveEmergency } from '../domain/emergencies/service.js';
+import { emergencyReceiptsSchema } from '../domain/devices/receipt-schema.js';
+import { emergencyReceipts } from '../domain/devices/receipts.js';
+import { listEvents } from '../domain/events/feed.js';
+import { eventPage, listEventsQuery } from '../domain/events/schema.js';
 import { orgIdParam } from '../domain/shared/schema.js';
 import { AppError } from '../errors.js';
 
@@ -112,6 +116,39 @@ export const TOOLS: readonly ToolDefinition[] = [
     output: auditLogPage,
     annotations: { ...READ, title: 'List audit-log entries' },
     run: (ctx, caller, { orgId: org, ...query }) => listAuditLogs(ctx, caller, org, query),
+  }),
+  defineTool({
+    name: 'list_events',
+    title: 'List events of the organization',
+    description:
+      "Lists the organization's event stream (emergency.declared, emergency.categorized, emergency.resolved) after an offset, oldest " +
+      'first: what base stations and webhook subscribers were sent. Use it to catch up on what happened since the last offset you saw; ' +
+      'lastOffset is the newest offset now. Pass nextCursor as cursor while it is non-null. Filter with eventType and emergencyId. Permission: read.',
+    permission: 'read',
+    input: listEventsQuery
+      .safeExtend({
+        orgId,
+        after: listEventsQuery.shape.after.describe('Return events after this offset (default 0: from the oldest kept).'),
+        eventType: listEventsQuery.shape.eventType.describe('Only these event types, e.g. ["emergency.declared"] or "emergency.declared,emergency.resolved".'),
+        emergencyId: listEventsQuery.shape.emergencyId.describe('Only the events of this emergency.'),
+      })
+      .strict(),
+    output: eventPage,
+    annotations: { ...READ, title: 'List events of the organization' },
+    run: (ctx, caller, { orgId: org, ...query }) => listEvents(ctx, caller, org, query),
+  }),
+  defineTool({
+    name: 'get_emergency_receipts',
+    title: 'Who has the alert',
+    description:
+      'Use get_emergency_receipts to see which base stations have not acknowledged an emergency alert, and how its webhook deliveries ' +
+      'stand. For each event of the emergency: devices targeted, acknowledged, and the pending ones (name, online, acknowledged offset); ' +
+      'webhook subscriptions targeted, succeeded, failed and pending. Permission: read.',
+    permission: 'read',
+    input: z.strictObject({ orgId, emergencyId }),
+    output: emergencyReceiptsSchema,
+    annotations: { ...READ, title: 'Who has the alert' },
+    run: (ctx, caller, args) => emergencyReceipts(ctx, caller, args.orgId, args.emergencyId),
   }),
   defineTool({
     name: 'create_emergency',

@@ -4,7 +4,7 @@ import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import { connectMcp, initializeRequest, rawMcp } from '../helpers/mcp.js';
 import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 
-const READ_TOOLS = ['get_emergency', 'list_audit_logs', 'list_categories', 'list_emergencies'];
+const READ_TOOLS = ['get_emergency', 'get_emergency_receipts', 'list_audit_logs', 'list_categories', 'list_emergencies', 'list_events'];
 const ALL_TOOLS = [...READ_TOOLS, 'create_emergency', 'resolve_emergency', 'update_emergency'].sort();
 
 describe('tool server protocol and access', () => {

@@ -8,6 +8,7 @@ import * as emergencyRecord from './0007_emergency_record.js';
 import * as recordsOnly from './0008_records_only.js';
 import * as idempotencyKeys from './0009_idempotency_keys.js';
 import * as deliveryWorkers from './0010_delivery_workers.js';
+import * as eventFeed from './0011_event_feed.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0008_records_only': recordsOnly,
   '0009_idempotency_keys': idempotencyKeys,
   '0010_delivery_workers': deliveryWorkers,
+  '0011_event_feed': eventFeed,
 };

@@ -75,17 +75,30 @@ export interface AckUpdate {
   at: string;
 }
 
-/** Acknowledged offsets only move forward. */
+/**
+ * Acknowledged offsets only move forward. Each advance is also kept as a row of the ack history
+ * (the receipts' "first ack that covered the event"); the gateway coalesces a device's acks into one
+ * per flush, so the history grows by at most one row per device per flush interval.
+ */
 export async function recordAcks(handle: DbHandle, acks: AckUpdate[]): Promise<void> {
   if (acks.length === 0) return;
   await inTransaction(handle, async (tx) => {
+    const advanced: AckUpdate[] = [];
     for (const ack of acks) {
-      await tx.db
+      const result = await tx.db
         .updateTable('devices')
         .set({ acked_offset: ack.offset, acked_at: ack.at })
         .where('id', '=', ack.deviceId)
         .where('org_id', '=', ack.orgId)
         .where('acked_offset', '<', ack.offset)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) > 0) advanced.push(ack);
+    }
+    for (let i = 0; i < advanced.length; i += CHUNK) {
+      await tx.db
+        .insertInto('device_acks')
+        .values(advanced.slice(i, i + CHUNK).map((a) => ({ device_id: a.deviceId, org_id: a.orgId, to_offset: a.offset, acked_at: a.at })))
+        .onConflict((oc) => oc.columns(['device_id', 'to_offset']).doNothing())
         .execute();
     }
   });

@@ -38,6 +38,7 @@ export async function createOrg(ctx: AppContext, input: { enterpriseId: string; 
         name: input.name,
         created_at: nowIso(),
         event_offset: 0,
+        pruned_offset: 0,
       })
       .execute();
     await insertCategory(tx, { orgId: id, ...UNCATEGORIZED, isSystem: true });

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { categoryPage } from '../../domain/categories/schema.js';
@@ -8,16 +8,10 @@ import { declareEmergency, getEmergencyJson, listEmergenciesJson, recategorizeEm
 import { callerOf } from '../../edge/auth.js';
 import { idempotencyHeaders } from '../../edge/idempotency.js';
 import { errorResponses } from '../error-schemas.js';
+import { sendJsonText } from '../json-text.js';
 import { emergencyPath, orgPath, pageQuery } from './params.js';
 
-/**
- * Reads answer with the stored records' JSON text (see migration 0007), sent as is: a string with a
- * JSON content type skips the serializer, so it is not parsed and encoded again.
- */
-function sendJsonText(reply: FastifyReply, json: string) {
-  return reply.type('application/json; charset=utf-8').send(json as never);
-}
-
+/** Reads answer with the stored records' JSON text (see migration 0007). */
 export const emergencyRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
   async (app) => {

@@ -1,0 +1,86 @@
+import type { AppContext } from '../../context.js';
+import { AppError } from '../../errors.js';
+import { authorize } from '../access/authorize.js';
+import type { Caller } from '../access/principal.js';
+import { emergencyNotFound } from '../emergencies/not-found.js';
+import { decodeCursor, encodeCursor } from '../shared/cursor.js';
+import { isUuid } from '../shared/ids.js';
+import type { EmergencyEventsQuery, ListEventsQuery } from './schema.js';
+
+/**
+ * The org's event stream as pages. Items embed the stored envelope text as is, so `event` is byte
+ * for byte the body a webhook subscriber receives and the `event` of a device frame.
+ */
+
+interface StoredItem {
+  stream_offset: number;
+  payload: string;
+}
+
+function pageJson(rows: StoredItem[], limit: number, cursorOf: (row: StoredItem) => (string | number)[], lastOffset?: number): string {
+  const hasMore = rows.length > limit;
+  const page = hasMore ? rows.slice(0, limit) : rows;
+  const items = page.map((r) => `{"offset":${Number(r.stream_offset)},"event":${r.payload}}`).join(',');
+  const nextCursor = hasMore ? JSON.stringify(encodeCursor(cursorOf(page[page.length - 1]!))) : 'null';
+  return `{"items":[${items}],"nextCursor":${nextCursor}${lastOffset === undefined ? '' : `,"lastOffset":${lastOffset}`}}`;
+}
+
+/** Newest and highest removed offsets of an org's stream. */
+async function streamBounds(ctx: AppContext, orgId: string): Promise<{ lastOffset: number; prunedOffset: number }> {
+  const row = await ctx.db.db.selectFrom('orgs').select(['event_offset', 'pruned_offset']).where('id', '=', orgId).executeTakeFirstOrThrow();
+  return { lastOffset: Number(row.event_offset), prunedOffset: Number(row.pruned_offset) };
+}
+
+/**
+ * `GET /orgs/{org_id}/events`: committed events after an offset, oldest first, as the response's
+ * JSON text. `after` 0 (the default) starts at the oldest retained event; a later `after` whose
+ * successors were removed by retention is a 410 `events_expired` naming the oldest offset still kept.
+ */
+export async function listEventsJson(ctx: AppContext, caller: Caller, orgId: string, params: ListEventsQuery): Promise<string> {
+  const org = await authorize(ctx, caller, orgId, 'read');
+  const after = params.cursor ? (decodeCursor(params.cursor, ['number'])[0] as number) : params.after;
+  let query = ctx.db.db.selectFrom('events').select(['stream_offset', 'payload']).where('org_id', '=', org.id).where('stream_offset', '>', after);
+  if (params.eventType) query = query.where('event_type', 'in', params.eventType);
+  if (params.emergencyId !== undefined) {
+    // An id that cannot name an emergency matches nothing (as a filter, not a 404).
+    query = query.where('emergency_id', '=', isUuid(params.emergencyId) ? params.emergencyId.toLowerCase() : '');
+  }
+  const rows = await query
+    .orderBy('stream_offset')
+    .limit(params.limit + 1)
+    .execute();
+  // Read after the rows: a prune that ran meanwhile is then seen, and lastOffset covers every row returned.
+  const { lastOffset, prunedOffset } = await streamBounds(ctx, org.id);
+  if (after > 0 && after < prunedOffset) {
+    throw new AppError('events_expired', `Events after offset ${after} are past the retention; the oldest offset still kept is ${prunedOffset + 1}.`, {
+      oldestOffset: prunedOffset + 1,
+    });
+  }
+  return pageJson(rows, params.limit, (r) => [Number(r.stream_offset)], lastOffset);
+}
+
+/** `GET /orgs/{org_id}/emergencies/{emergency_id}/events`: the emergency's timeline, in sequence order. */
+export async function listEmergencyEventsJson(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  emergencyId: string,
+  params: EmergencyEventsQuery,
+): Promise<string> {
+  const org = await authorize(ctx, caller, orgId, 'read');
+  const id = isUuid(emergencyId) ? emergencyId.toLowerCase() : null;
+  const exists = id && (await ctx.db.db.selectFrom('emergencies').select('id').where('org_id', '=', org.id).where('id', '=', id).executeTakeFirst());
+  if (!exists) throw emergencyNotFound(emergencyId);
+  let query = ctx.db.db.selectFrom('events').select(['stream_offset', 'payload', 'sequence']).where('org_id', '=', org.id).where('emergency_id', '=', id);
+  if (params.cursor) query = query.where('sequence', '>', decodeCursor(params.cursor, ['number'])[0] as number);
+  const rows = await query
+    .orderBy('sequence')
+    .limit(params.limit + 1)
+    .execute();
+  const { lastOffset } = await streamBounds(ctx, org.id);
+  return pageJson(rows, params.limit, (r) => [Number((r as StoredItem & { sequence: number }).sequence)], lastOffset);
+}
+
+export async function listEvents(ctx: AppContext, caller: Caller, orgId: string, params: ListEventsQuery): Promise<object> {
+  return JSON.parse(await listEventsJson(ctx, caller, orgId, params)) as object;
+}

@@ -1,0 +1,69 @@
+import { z } from 'zod';
+import { cursorParam, timestamp, uuid } from '../shared/schema.js';
+
+export const EVENT_TYPES = ['emergency.declared', 'emergency.categorized', 'emergency.resolved'] as const;
+
+/** The envelope every consumer receives: device frames, webhook bodies and the event feed carry it byte for byte. */
+export const eventEnvelope = z
+  .object({
+    eventId: uuid,
+    eventType: z.enum(EVENT_TYPES),
+    apiVersion: z.string().meta({ example: '1.0.0' }),
+    createdAt: timestamp,
+    orgId: uuid,
+    emergencyId: uuid,
+    sequence: z.number().int().describe("Position in the emergency's timeline, from 1."),
+    data: z.record(z.string(), z.unknown()).describe('The Emergency record after the change.'),
+  })
+  .meta({ id: 'EventEnvelope' });
+
+export const feedItem = z.object({
+  offset: z.number().int().describe("Position in the organization's stream: the same number devices receive and acknowledge."),
+  event: eventEnvelope,
+});
+
+export const eventPage = z.object({
+  items: z.array(feedItem),
+  nextCursor: z.string().nullable().describe('Non-null when more items exist now: pass it as `cursor` (then `after` is ignored).'),
+  lastOffset: z.number().int().describe('The organization\'s newest offset: where "now" is for a poller.'),
+});
+
+const eventTypeList = z
+  .union([z.string(), z.array(z.string())])
+  .transform((value, ctx) => {
+    const types = (Array.isArray(value) ? value : [value]).flatMap((v) => v.split(',')).map((v) => v.trim());
+    for (const type of types) {
+      if (!(EVENT_TYPES as readonly string[]).includes(type)) {
+        ctx.addIssue({ code: 'custom', message: `must be one of ${EVENT_TYPES.join(', ')}` });
+        return z.NEVER;
+      }
+    }
+    return [...new Set(types)] as (typeof EVENT_TYPES)[number][];
+  })
+  .describe('Only events of these types: repeat the parameter or give a comma list.');
+
+export const feedLimit = z.coerce
+  .number({ message: 'must be an integer from 1 to 500' })
+  .int('must be an integer from 1 to 500')
+  .min(1, 'must be at least 1')
+  .max(500, 'must be at most 500')
+  .default(100)
+  .describe('Page size, 1..500 (default 100).');
+
+export const listEventsQuery = z.object({
+  after: z.coerce
+    .number({ message: 'must be a non-negative integer offset' })
+    .int('must be a non-negative integer offset')
+    .min(0, 'must be a non-negative integer offset')
+    .max(Number.MAX_SAFE_INTEGER, 'must be a non-negative integer offset')
+    .default(0)
+    .describe('Return events after this offset (default 0: from the oldest retained).'),
+  cursor: cursorParam.optional(),
+  limit: feedLimit,
+  eventType: eventTypeList.optional(),
+  emergencyId: z.string().min(1).max(256).optional().describe('Only the events of this emergency.'),
+});
+export type ListEventsQuery = z.output<typeof listEventsQuery>;
+
+export const emergencyEventsQuery = z.object({ cursor: cursorParam.optional(), limit: feedLimit });
+export type EmergencyEventsQuery = z.output<typeof emergencyEventsQuery>;

@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import type { AppContext } from '../../context.js';
+import type { Caller } from '../access/principal.js';
+import { decodeCursor, paginate } from '../shared/cursor.js';
+import { type Page, pageOf, uuid } from '../shared/schema.js';
+
+export const coveredOrg = z
+  .object({ orgId: uuid, name: z.string(), enterpriseId: uuid, enterpriseName: z.string(), partnerId: uuid, partnerName: z.string() })
+  .meta({ id: 'Organization' });
+export type CoveredOrg = z.infer<typeof coveredOrg>;
+export const coveredOrgPage = pageOf(coveredOrg);
+
+/**
+ * `GET /orgs`: the organizations the caller's key covers (its subject's tree, narrowed by
+ * allowedOrgIds), by name then id. A partner key discovers its orgs without asking an operator.
+ */
+export async function listCoveredOrgs(ctx: AppContext, caller: Caller, params: { cursor?: string; limit: number }): Promise<Page<CoveredOrg>> {
+  let query = ctx.db.db
+    .selectFrom('orgs as o')
+    .innerJoin('enterprises as e', 'e.id', 'o.enterprise_id')
+    .innerJoin('partners as p', 'p.id', 'o.partner_id')
+    .select(['o.id', 'o.name', 'e.id as enterprise_id', 'e.name as enterprise_name', 'p.id as partner_id', 'p.name as partner_name']);
+  const principal = caller.principal;
+  if (principal.kind === 'api_key') {
+    const column = principal.subjectType === 'org' ? 'o.id' : principal.subjectType === 'enterprise' ? 'o.enterprise_id' : 'o.partner_id';
+    query = query.where(column, '=', principal.subjectId);
+    if (principal.allowedOrgIds !== null) {
+      if (principal.allowedOrgIds.length === 0) return { items: [], nextCursor: null };
+      query = query.where('o.id', 'in', principal.allowedOrgIds);
+    }
+  }
+  if (params.cursor) {
+    const [name, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
+    query = query.where((eb) => eb.or([eb('o.name', '>', name!), eb.and([eb('o.name', '=', name!), eb('o.id', '>', id!)])]));
+  }
+  const rows = await query
+    .orderBy('o.name')
+    .orderBy('o.id')
+    .limit(params.limit + 1)
+    .execute();
+  return paginate(
+    rows,
+    params.limit,
+    (r) => ({
+      orgId: r.id,
+      name: r.name,
+      enterpriseId: r.enterprise_id,
+      enterpriseName: r.enterprise_name,
+      partnerId: r.partner_id,
+      partnerName: r.partner_name,
+    }),
+    (r) => [r.name, r.id],
+  );
+}

@@ -76,7 +76,22 @@ const body = fc.oneof(
   { weight: 1, arbitrary: fc.string({ maxLength: 200 }).map((raw) => ({ raw })) },
 );
 
-const QUERY_KEYS = ['status', 'categoryId', 'externalId', 'since', 'until', 'cursor', 'limit', 'eventCategory', 'eventType', 'actorId', 'other'];
+const QUERY_KEYS = [
+  'status',
+  'categoryId',
+  'externalId',
+  'since',
+  'until',
+  'cursor',
+  'limit',
+  'eventCategory',
+  'eventType',
+  'actorId',
+  'after',
+  'emergencyId',
+  'detail',
+  'other',
+];
 const query = fc.dictionary(fc.constantFrom(...QUERY_KEYS), hostileText, { maxKeys: 4 });
 
 /** encodeURIComponent throws on lone surrogates; those go out as raw (broken) escapes, which is fine here. */
@@ -176,11 +191,46 @@ describe('fuzz: every route and tool, zero 5xx', () => {
         fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/audit-logs?${queryString(q)}`),
         false,
       ),
+      rest(
+        'GET',
+        query.map((q) => `/orgs?${queryString(q)}`),
+        false,
+      ),
+      rest(
+        'GET',
+        fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/events?${queryString(q)}`),
+        false,
+      ),
+      rest(
+        'GET',
+        fc.tuple(o, e, query).map(([a, b, q]) => `/orgs/${a}/emergencies/${b}/events?${queryString(q)}`),
+        false,
+      ),
+      rest(
+        'GET',
+        fc.tuple(o, query).map(([a, q]) => `/orgs/${a}/devices?${queryString(q)}`),
+        false,
+      ),
+      rest(
+        'GET',
+        fc.tuple(o, e, query).map(([a, b, q]) => `/orgs/${a}/emergencies/${b}/receipts?${queryString(q)}`),
+        false,
+      ),
       fc
         .tuple(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH'), fc.array(hostileText.map(encode), { maxLength: 6 }), fc.string({ maxLength: 100 }))
         .map(([method, segments, raw]): Request => ({ kind: 'rest', method, path: `/${segments.join('/')}`, raw: method === 'GET' ? undefined : raw })),
     ];
-    const TOOLS = ['list_categories', 'list_emergencies', 'get_emergency', 'list_audit_logs', 'create_emergency', 'update_emergency', 'resolve_emergency'];
+    const TOOLS = [
+      'list_categories',
+      'list_emergencies',
+      'get_emergency',
+      'list_audit_logs',
+      'list_events',
+      'get_emergency_receipts',
+      'create_emergency',
+      'update_emergency',
+      'resolve_emergency',
+    ];
     const toolArguments = fc.tuple(orgId, emergencyId, fc.dictionary(fc.constantFrom(...FIELDS, ...QUERY_KEYS), fc.oneof(anyValue, plausible), { maxKeys: 4 }));
     const toolCall = fc.tuple(fc.constantFrom(...TOOLS), toolArguments).map(
       ([name, [oid, eid, rest]]): Request => ({

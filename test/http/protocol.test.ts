@@ -116,6 +116,11 @@ describe('HTTP protocol: errors, request ids, OpenAPI, health', () => {
       'POST /orgs/{org_id}/emergencies/{emergency_id}/resolutions',
       'GET /orgs/{org_id}/users',
       'GET /orgs/{org_id}/audit-logs',
+      'GET /orgs',
+      'GET /orgs/{org_id}/events',
+      'GET /orgs/{org_id}/emergencies/{emergency_id}/events',
+      'GET /orgs/{org_id}/devices',
+      'GET /orgs/{org_id}/emergencies/{emergency_id}/receipts',
     ]) {
       assert.ok(ops.includes(op), `${op} documented`);
     }
@@ -123,6 +128,8 @@ describe('HTTP protocol: errors, request ids, OpenAPI, health', () => {
     for (const status of ['201', '401', '403', '409', '422', '429', '500']) assert.ok(declare.responses[status], `declare documents ${status}`);
     assert.ok(doc.paths['/orgs/{org_id}/emergencies/{emergency_id}'].patch.responses['409']);
     assert.ok(doc.components.schemas.Emergency);
+    assert.ok(doc.paths['/orgs/{org_id}/events'].get.responses['410'], 'the feed documents 410 events_expired');
+    for (const schema of ['EventEnvelope', 'EmergencyReceipts', 'DeviceStatus', 'Organization']) assert.ok(doc.components.schemas[schema], schema);
     assert.ok(doc.components.schemas.HTTPValidationError);
   });
 

@@ -10,8 +10,8 @@ import { attachmentStoreFromConfig } from './domain/attachments/store-from-confi
 import { migrationsApplied } from './db/migrate.js';
 import { API_VERSION } from './domain/events/append.js';
 import { EventBus } from './domain/events/bus.js';
-import { KeyAuthenticator } from './domain/keys/service.js';
-import { type KeyGate, requireApiKey } from './edge/auth.js';
+import { KeyAuthenticator } from './domain/keys/authenticator.js';
+import { type KeyGate, PUBLIC_API_KEYS, requireKey } from './edge/auth.js';
 import { idempotencyHook } from './edge/idempotency.js';
 import { installErrorHandling } from './http/errors-plugin.js';
 import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.js';
@@ -173,7 +173,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         async () => app.swagger() as unknown as { openapi: string; info: Record<string, unknown>; paths: Record<string, unknown> },
       );
       await v1.register(async (authed) => {
-        authed.addHook('onRequest', requireApiKey(gate));
+        authed.addHook('onRequest', requireKey(gate, PUBLIC_API_KEYS));
         authed.addHook('preHandler', idempotencyHook(ctx.db));
         await authed.register(emergencyRoutes(ctx));
         await authed.register(directoryRoutes(ctx));

@@ -1,6 +1,7 @@
 import { type DatabaseTimeouts, type DbHandle, DEFAULT_TIMEOUTS } from './handle.js';
 import { openPostgres } from './postgres/open.js';
 import { openSqlite } from './sqlite/open.js';
+import type { IdempotencyScope } from './idempotency.js';
 import type { UnitOfWork } from './unit-of-work.js';
 
 export type { DatabaseTimeouts, DbHandle, Dialect, FailureReport, SqliteStatements } from './handle.js';
@@ -12,8 +13,9 @@ export function openDatabase(url: string, timeouts: DatabaseTimeouts = DEFAULT_T
 /** A transaction of a service: see UnitOfWork. */
 export type Tx = UnitOfWork;
 
-export function inTransaction<T>(handle: DbHandle, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  return handle.unitOfWork(fn);
+/** Runs `fn` as one unit of work; with an Idempotency-Key scope, its answer is stored in the same transaction. */
+export function inTransaction<T>(handle: DbHandle, fn: (tx: Tx) => Promise<T>, idempotency?: IdempotencyScope): Promise<T> {
+  return handle.unitOfWork(fn, idempotency);
 }
 
 export function isUniqueViolation(err: unknown): boolean {

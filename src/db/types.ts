@@ -68,6 +68,22 @@ export interface ApiKeyTable {
   last_used_at: string | null;
   rotated_to: string | null;
 }
+export interface AdminKeyTable {
+  id: string;
+  /** The 8 public hex characters after `enk_adm_`: the lookup index. */
+  key_prefix: string;
+  /** Hex SHA-256 of the full plaintext key. */
+  secret_hash: string;
+  name: string;
+  /** `instance`, `partner` or `enterprise`. */
+  subject_type: string;
+  /** Null for `instance`. */
+  subject_id: string | null;
+  status: string;
+  created_at: string;
+  revoked_at: string | null;
+  last_used_at: string | null;
+}
 export interface EmergencyTable {
   id: string;
   org_id: string;
@@ -282,6 +298,7 @@ export interface Database {
   categories: CategoryTable;
   users: UserTable;
   api_keys: ApiKeyTable;
+  admin_keys: AdminKeyTable;
   emergencies: EmergencyTable;
   emergency_resolutions: ResolutionTable;
   events: EventTable;

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IdempotencyScope } from '../db/idempotency.js';
 import type { Caller, Principal } from '../domain/access/principal.js';
-import type { KeyAuthenticator } from '../domain/keys/service.js';
+import type { KeyAuthenticator } from '../domain/keys/authenticator.js';
 import { normalizeOrgId } from '../domain/shared/ids.js';
 import { AppError } from '../errors.js';
 import { enforceRateLimit, type RateLimiter } from './rate-limit.js';
@@ -32,13 +32,29 @@ export interface KeyGate {
   authFailures: RateLimiter;
 }
 
-function refuse(gate: KeyGate, request: FastifyRequest, reply: FastifyReply): never {
+/** Which keys a surface takes, and what its 401 says. */
+export interface KeyPolicy {
+  accepts: ReadonlySet<Principal['kind']>;
+  unauthenticated: string;
+}
+
+/** The public REST API: API keys, and admin keys for the orgs beneath their subject. */
+export const PUBLIC_API_KEYS: KeyPolicy = {
+  accepts: new Set(['api_key', 'admin_key']),
+  unauthenticated: 'A valid API key is required: Authorization: Bearer enk_live_...',
+};
+/** The tool server: API keys only (agents use narrowly scoped keys, never admin keys). */
+export const TOOL_SERVER_KEYS: KeyPolicy = { accepts: new Set(['api_key']), unauthenticated: 'A valid API key is required: Authorization: Bearer enk_live_...' };
+/** The admin API: admin keys only. */
+export const ADMIN_KEYS: KeyPolicy = { accepts: new Set(['admin_key']), unauthenticated: 'A valid admin key is required: Authorization: Bearer enk_adm_...' };
+
+function refuse(gate: KeyGate, policy: KeyPolicy, request: FastifyRequest, reply: FastifyReply): never {
   const decision = gate.authFailures.take(request.ip);
   if (!decision.allowed) {
     reply.header('retry-after', decision.retryAfterSeconds);
     throw new AppError('rate_limited', `Too many failed authentications from this address; retry after ${decision.retryAfterSeconds} s.`);
   }
-  throw new AppError('unauthenticated', 'A valid API key is required: Authorization: Bearer enk_live_...');
+  throw new AppError('unauthenticated', policy.unauthenticated);
 }
 
 /**
@@ -46,10 +62,10 @@ function refuse(gate: KeyGate, request: FastifyRequest, reply: FastifyReply): ne
  * refused (401 / 429) before the body is read. Callback style, and synchronous while the key is
  * cached: an async hook would cost every request a promise and a later turn.
  */
-export function requireApiKey(gate: KeyGate) {
+export function requireKey(gate: KeyGate, policy: KeyPolicy) {
   const { keys, rateLimiter: limiter } = gate;
   const admit = (request: FastifyRequest, reply: FastifyReply, principal: Principal | null): void => {
-    if (principal?.kind !== 'api_key') refuse(gate, request, reply);
+    if (!principal || principal.kind === 'operator' || !policy.accepts.has(principal.kind)) refuse(gate, policy, request, reply);
     enforceRateLimit(limiter, principal.keyId, reply);
     request.principal = principal;
     // Org ids name the same org in any letter case: normalised once, here, before any service authorizes

@@ -93,7 +93,7 @@ export function idempotencyHook(db: DbHandle) {
       return;
     }
     const principal = request.principal;
-    if (principal?.kind !== 'api_key') {
+    if (!principal || principal.kind === 'operator') {
       done();
       return;
     }

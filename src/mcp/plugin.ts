@@ -5,7 +5,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { AppError } from '../errors.js';
-import { callerOf, type KeyGate, requireApiKey } from '../edge/auth.js';
+import { callerOf, type KeyGate, requireKey, TOOL_SERVER_KEYS } from '../edge/auth.js';
 import { enforceRateLimit } from '../edge/rate-limit.js';
 import { directCall, SingleResponseTransport } from './direct-call.js';
 import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
@@ -96,7 +96,7 @@ export const mcpRoutes =
   async (app: FastifyInstance) => {
     const pool = new ToolServerPool(() => createToolServer(ctx, app.log));
 
-    app.addHook('onRequest', requireApiKey(gate));
+    app.addHook('onRequest', requireKey(gate, TOOL_SERVER_KEYS));
     const parseJson = app.getDefaultJsonParser('error', 'error');
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>

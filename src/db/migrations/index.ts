@@ -9,6 +9,7 @@ import * as recordsOnly from './0008_records_only.js';
 import * as idempotencyKeys from './0009_idempotency_keys.js';
 import * as deliveryWorkers from './0010_delivery_workers.js';
 import * as eventFeed from './0011_event_feed.js';
+import * as adminKeys from './0012_admin_keys.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0009_idempotency_keys': idempotencyKeys,
   '0010_delivery_workers': deliveryWorkers,
   '0011_event_feed': eventFeed,
+  '0012_admin_keys': adminKeys,
 };

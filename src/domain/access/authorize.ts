@@ -2,6 +2,7 @@ import type { AppContext } from '../../context.js';
 import { AppError } from '../../errors.js';
 import { isUuid } from '../shared/ids.js';
 import { cachedOrgScope, findOrgScope, type OrgScope } from '../orgs/scope.js';
+import { subjectReaches } from './admin-scope.js';
 import type { Caller, Permission, Principal } from './principal.js';
 
 export function subjectCovers(subject: { subjectType: string; subjectId: string; allowedOrgIds: string[] | null }, org: OrgScope): boolean {
@@ -34,6 +35,11 @@ export function authorizeCached(caller: Caller, orgId: string, permission: Permi
 function admit(principal: Principal, org: OrgScope | null, orgId: string, permission: Permission): OrgScope {
   if (principal.kind === 'operator') {
     if (!org) throw new AppError('org_not_covered', `Organization ${orgId} does not exist.`);
+    return org;
+  }
+  if (principal.kind === 'admin_key') {
+    // An admin key reads and writes every org beneath its subject: it could mint such an API key anyway.
+    if (!org || !subjectReaches(principal.subject, org)) throw new AppError('org_not_covered', 'This admin key does not cover the requested organization.');
     return org;
   }
   if (!org || !subjectCovers(principal, org)) {

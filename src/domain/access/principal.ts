@@ -2,8 +2,15 @@ import type { IdempotencyScope } from '../../db/idempotency.js';
 export type Permission = 'read' | 'write';
 export type SubjectType = 'partner' | 'enterprise' | 'org';
 
-/** Who is calling: an API key (REST and MCP) or the operator at the admin CLI. */
+/** What an admin key administers: the whole instance, or everything beneath one partner or enterprise. */
+export type AdminSubject = { type: 'instance' } | { type: 'partner' | 'enterprise'; id: string };
+
+/**
+ * Who is calling: an API key (REST and MCP), an admin key (the admin API, and REST for the orgs
+ * beneath its subject), or the operator at the admin CLI (the whole instance).
+ */
 export type Principal =
+  | { kind: 'admin_key'; keyId: string; keyName: string; subject: AdminSubject }
   | {
       kind: 'api_key';
       keyId: string;

@@ -13,9 +13,8 @@ export interface AuditInput {
 }
 
 export function principalActor(principal: Principal): { type: string; id: string; name: string } {
-  return principal.kind === 'api_key'
-    ? { type: 'api_key', id: principal.keyId, name: principal.keyName }
-    : { type: 'operator', id: 'cli', name: principal.name };
+  if (principal.kind === 'operator') return { type: 'operator', id: 'cli', name: principal.name };
+  return { type: principal.kind, id: principal.keyId, name: principal.keyName };
 }
 
 /** The audit_logs row of an entry. */

@@ -1,5 +1,4 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { LRUCache } from 'lru-cache';
+import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { ApiKeyTable } from '../../db/types.js';
@@ -8,16 +7,10 @@ import { recordAudit } from '../audit/record.js';
 import { newId, nowIso } from '../shared/ids.js';
 import { fromJson, toJson } from '../shared/json.js';
 import { sha256 } from '../shared/secrets.js';
+import type { KeyKind } from './verifier.js';
 
 export const KEY_PATTERN = /^enk_live_([0-9a-f]{8})([0-9a-f]{64})$/;
 const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
-const CACHE_TTL_MS = 2_000;
-/** Keys kept verified in memory; beyond it the least recently used one is read again when next used. */
-const CACHE_MAX_KEYS = 50_000;
-/** Key ids that name no key are remembered this long, so repeating one costs no lookup. */
-const UNKNOWN_KEY_TTL_MS = 10_000;
-const UNKNOWN_KEYS_MAX = 100_000;
-const LAST_USED_WRITE_INTERVAL_MS = 60_000;
 
 export interface KeySpec {
   name: string;
@@ -169,81 +162,14 @@ export async function listApiKeys(ctx: AppContext): Promise<KeyRecord[]> {
   return rows.map(toKeyRecord);
 }
 
-interface CachedKey {
-  row: ApiKeyTable;
-  /** `row.secret_hash` decoded once, for the comparison every request makes. */
-  secretHash: Buffer;
-  /** The principal built from `row`, shared by the requests served from this entry (it is immutable). */
-  principal?: Principal;
-  fetchedAt: number;
-  lastUsedWrittenAt: number;
-}
-
-/**
- * Verifies a bearer key: one indexed lookup by the public prefix (cached for a few seconds, so a
- * revocation takes effect within that time), then a constant-time comparison of SHA-256 digests.
- */
-export class KeyAuthenticator {
-  /** Keys that exist, least recently used evicted first: a flood of other ids cannot push them out. */
-  private readonly cache = new LRUCache<string, CachedKey>({ max: CACHE_MAX_KEYS });
-  /** Key ids looked up and not found (made-up or deleted), apart from the real ones, for a short time. */
-  private readonly unknown = new LRUCache<string, true>({ max: UNKNOWN_KEYS_MAX, ttl: UNKNOWN_KEY_TTL_MS, ttlAutopurge: false });
-  constructor(private readonly ctx: AppContext) {}
-
-  async authenticate(plaintext: string | undefined): Promise<Principal | null> {
-    const cached = this.authenticateCached(plaintext);
-    if (cached !== undefined) return cached;
-    const prefix = KEY_PATTERN.exec(plaintext!)![1]!;
-    const now = Date.now();
-    const row = await this.ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst();
-    if (!row) {
-      this.cache.delete(prefix);
-      this.unknown.set(prefix, true);
-      return null;
-    }
-    const entry = { row, secretHash: Buffer.from(row.secret_hash, 'hex'), fetchedAt: now, lastUsedWrittenAt: this.cache.get(prefix)?.lastUsedWrittenAt ?? 0 };
-    this.cache.set(prefix, entry);
-    return this.verify(plaintext!, entry, now);
-  }
-
-  /** Whether the id part of this key names a key read before (fresh or not): its lookup is never throttled. */
-  knowsKeyIdOf(plaintext: string | undefined): boolean {
-    const match = plaintext ? KEY_PATTERN.exec(plaintext) : null;
-    return match !== null && this.cache.has(match[1]!);
-  }
-
-  /**
-   * The verdict on a key whose row is cached and fresh, without waiting for anything (the hot path of
-   * every request); undefined when the row must be read first (`authenticate` does).
-   */
-  authenticateCached(plaintext: string | undefined): Principal | null | undefined {
-    if (!plaintext) return null;
-    const match = KEY_PATTERN.exec(plaintext);
-    if (!match) return null;
-    const now = Date.now();
-    const prefix = match[1]!;
-    const entry = this.cache.get(prefix);
-    if (!entry) return this.unknown.has(prefix) ? null : undefined;
-    if (now - entry.fetchedAt > CACHE_TTL_MS) return undefined;
-    return this.verify(plaintext, entry, now);
-  }
-
-  private verify(plaintext: string, entry: CachedKey, now: number): Principal | null {
-    const row = entry.row;
-    if (!timingSafeEqual(sha256(plaintext), entry.secretHash)) return null;
-    if (row.status !== 'active') return null;
-    if (row.active_until !== null && Date.parse(row.active_until) <= now) return null;
-    if (now - entry.lastUsedWrittenAt > LAST_USED_WRITE_INTERVAL_MS) {
-      entry.lastUsedWrittenAt = now;
-      // Best effort and off the request path: lastUsedAt is informational, at one-minute precision.
-      this.ctx.db.db
-        .updateTable('api_keys')
-        .set({ last_used_at: new Date(now).toISOString() })
-        .where('id', '=', row.id)
-        .execute()
-        .catch(() => undefined);
-    }
-    entry.principal ??= {
+/** API keys as bearer credentials: see CachedKeyVerifier. */
+export function apiKeyKind(ctx: AppContext): KeyKind<ApiKeyTable> {
+  return {
+    pattern: KEY_PATTERN,
+    lookup: (prefix) => ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst(),
+    secretHashOf: (row) => row.secret_hash,
+    usable: (row, now) => row.status === 'active' && (row.active_until === null || Date.parse(row.active_until) > now),
+    principalOf: (row) => ({
       kind: 'api_key',
       keyId: row.id,
       keyName: row.name,
@@ -251,7 +177,7 @@ export class KeyAuthenticator {
       subjectId: row.subject_id,
       allowedOrgIds: fromJson<string[]>(row.allowed_org_ids),
       permissions: new Set(row.permissions.split(',')),
-    };
-    return entry.principal;
-  }
+    }),
+    markUsed: (row, at) => ctx.db.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', row.id).execute(),
+  };
 }

@@ -21,7 +21,9 @@ export async function listCoveredOrgs(ctx: AppContext, caller: Caller, params: {
     .innerJoin('partners as p', 'p.id', 'o.partner_id')
     .select(['o.id', 'o.name', 'e.id as enterprise_id', 'e.name as enterprise_name', 'p.id as partner_id', 'p.name as partner_name']);
   const principal = caller.principal;
-  if (principal.kind === 'api_key') {
+  if (principal.kind === 'admin_key' && principal.subject.type !== 'instance') {
+    query = query.where(principal.subject.type === 'partner' ? 'o.partner_id' : 'o.enterprise_id', '=', principal.subject.id);
+  } else if (principal.kind === 'api_key') {
     const column = principal.subjectType === 'org' ? 'o.id' : principal.subjectType === 'enterprise' ? 'o.enterprise_id' : 'o.partner_id';
     query = query.where(column, '=', principal.subjectId);
     if (principal.allowedOrgIds !== null) {

@@ -1,0 +1,34 @@
+import type { AppContext } from '../../context.js';
+import type { Principal } from '../access/principal.js';
+import { adminKeyKind } from '../admin-keys/service.js';
+import { apiKeyKind } from './service.js';
+import { CachedKeyVerifier } from './verifier.js';
+
+/** Every bearer key a request may carry: API keys (`enk_live_`) and admin keys (`enk_adm_`). */
+export class KeyAuthenticator {
+  private readonly kinds: CachedKeyVerifier<unknown>[];
+
+  constructor(ctx: AppContext) {
+    this.kinds = [new CachedKeyVerifier(apiKeyKind(ctx)), new CachedKeyVerifier(adminKeyKind(ctx))] as CachedKeyVerifier<unknown>[];
+  }
+
+  private kindOf(plaintext: string | undefined): CachedKeyVerifier<unknown> | undefined {
+    return plaintext ? this.kinds.find((k) => k.matches(plaintext)) : undefined;
+  }
+
+  async authenticate(plaintext: string | undefined): Promise<Principal | null> {
+    const kind = this.kindOf(plaintext);
+    return kind ? kind.authenticate(plaintext!) : null;
+  }
+
+  /** The verdict without waiting when the key is cached (the hot path); undefined when it must be read first. */
+  authenticateCached(plaintext: string | undefined): Principal | null | undefined {
+    const kind = this.kindOf(plaintext);
+    return kind ? kind.authenticateCached(plaintext!) : null;
+  }
+
+  /** Whether the id part of this key names a key read before: its lookup is never throttled. */
+  knowsKeyIdOf(plaintext: string | undefined): boolean {
+    return this.kindOf(plaintext)?.knowsKeyIdOf(plaintext!) ?? false;
+  }
+}

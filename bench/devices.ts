@@ -140,9 +140,9 @@ function bucketQuantileMs(before: Map<number, number>, after: Map<number, number
 }
 
 async function provision(ctx: AppContext, devices: number) {
-  const partnerId = (await createPartner(ctx, { name: 'Bench partner' })).id;
-  const enterpriseId = (await createEnterprise(ctx, { partnerId, name: 'Bench enterprise' })).id;
-  const orgId = (await createOrg(ctx, { enterpriseId, name: 'Bench org' })).id;
+  const partnerId = (await createPartner(ctx, operatorCaller(), { name: 'Bench partner' })).partnerId;
+  const enterpriseId = (await createEnterprise(ctx, operatorCaller(), partnerId, { name: 'Bench enterprise' })).enterpriseId;
+  const orgId = (await createOrg(ctx, operatorCaller(), enterpriseId, { name: 'Bench org' })).orgId;
   const { key } = await createApiKey(ctx, operatorCaller(), { name: 'bench', subjectType: 'org', subjectId: orgId, permissions: ['read', 'write'] });
   const tokens: string[] = [];
   for (let i = 0; i < devices; i++) tokens.push((await createDevice(ctx, operatorCaller(), orgId, { name: `station ${i}` })).token);

@@ -47,13 +47,13 @@ const databaseUrl = process.env.BENCH_DATABASE_URL
 const ctx = createContext(loadConfig({ LOG_LEVEL: 'silent', DATABASE_URL: databaseUrl }));
 await migrateToLatest(ctx.db);
 const operator = operatorCaller('bench');
-const partner = await createPartner(ctx, { name: 'Bench partner' });
-const enterprise = await createEnterprise(ctx, { partnerId: partner.id, name: 'Bench enterprise' });
-const org = await createOrg(ctx, { enterpriseId: enterprise.id, name: 'Bench org' });
+const partner = await createPartner(ctx, operatorCaller(), { name: 'Bench partner' });
+const enterprise = await createEnterprise(ctx, operatorCaller(), partner.partnerId, { name: 'Bench enterprise' });
+const org = await createOrg(ctx, operatorCaller(), enterprise.enterpriseId, { name: 'Bench org' });
 const { key } = await createApiKey(ctx, operator, {
   name: 'bench',
   subjectType: 'org',
-  subjectId: org.id,
+  subjectId: org.orgId,
   permissions: ['read', 'write'],
 });
 
@@ -81,7 +81,7 @@ const declareBody = { description: 'Benchmark alarm', source: 'bench', location:
 const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
 
 const rest: autocannon.Options = {
-  url: `${serverUrl}/api/public/v1/orgs/${org.id}/emergencies`,
+  url: `${serverUrl}/api/public/v1/orgs/${org.orgId}/emergencies`,
   method: 'POST',
   headers: auth,
   body: JSON.stringify(declareBody),
@@ -94,7 +94,7 @@ const mcp: autocannon.Options = {
     jsonrpc: '2.0',
     id: 1,
     method: 'tools/call',
-    params: { name: 'create_emergency', arguments: { orgId: org.id, ...declareBody } },
+    params: { name: 'create_emergency', arguments: { orgId: org.orgId, ...declareBody } },
   }),
 };
 
@@ -155,7 +155,7 @@ const results = [summarize('REST declare', samples.rest), summarize('MCP create_
 const emergencies = await ctx.db.db
   .selectFrom('emergencies')
   .select((eb) => eb.fn.countAll<number>().as('n'))
-  .where('org_id', '=', org.id)
+  .where('org_id', '=', org.orgId)
   .executeTakeFirstOrThrow();
 
 console.log(

@@ -118,10 +118,10 @@ async function main(): Promise<void> {
 
   const baseline = await baselinePosts(`${base}/baseline`, 16, 5);
 
-  const partnerId = (await createPartner(ctx, { name: 'Bench partner' })).id;
-  const enterpriseId = (await createEnterprise(ctx, { partnerId, name: 'Bench enterprise' })).id;
+  const partnerId = (await createPartner(ctx, operatorCaller(), { name: 'Bench partner' })).partnerId;
+  const enterpriseId = (await createEnterprise(ctx, operatorCaller(), partnerId, { name: 'Bench enterprise' })).enterpriseId;
   const orgIds: string[] = [];
-  for (let i = 0; i < orgCount; i++) orgIds.push((await createOrg(ctx, { enterpriseId, name: `Bench org ${i}` })).id);
+  for (let i = 0; i < orgCount; i++) orgIds.push((await createOrg(ctx, operatorCaller(), enterpriseId, { name: `Bench org ${i}` })).orgId);
   for (let i = 0; i < subscriptionCount; i++) {
     // One loopback address per subscription (all of 127/8 reaches the receiver): distinct origins,
     // as distinct subscribers would be, so each has its own connection pool.

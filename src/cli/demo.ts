@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.js';
 import { operatorCaller } from '../domain/access/principal.js';
 import { createCategory } from '../domain/categories/service.js';
+import { createAdminKey } from '../domain/admin-keys/service.js';
 import { createApiKey } from '../domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../domain/orgs/service.js';
 import { createUser } from '../domain/users/service.js';
@@ -31,12 +32,13 @@ export async function provisionDemo(ctx: AppContext) {
   if (existing) {
     ids = { partnerId: existing.partner_id, enterpriseId: existing.enterprise_id, orgId: existing.id };
   } else {
-    const partner = await createPartner(ctx, { name: 'Demo Partner' });
-    const enterprise = await createEnterprise(ctx, { partnerId: partner.id, name: 'Demo Enterprise' });
-    const org = await createOrg(ctx, { enterpriseId: enterprise.id, name: DEMO_ORG_NAME });
-    for (const category of DEMO_CATEGORIES) await createCategory(ctx, org.id, category);
-    for (const user of DEMO_USERS) await createUser(ctx, org.id, user);
-    ids = { partnerId: partner.id, enterpriseId: enterprise.id, orgId: org.id };
+    const operator = operatorCaller();
+    const partner = await createPartner(ctx, operator, { name: 'Demo Partner' });
+    const enterprise = await createEnterprise(ctx, operator, partner.partnerId, { name: 'Demo Enterprise' });
+    const org = await createOrg(ctx, operator, enterprise.enterpriseId, { name: DEMO_ORG_NAME });
+    for (const category of DEMO_CATEGORIES) await createCategory(ctx, operator, org.orgId, category);
+    for (const user of DEMO_USERS) await createUser(ctx, operator, org.orgId, user);
+    ids = { partnerId: partner.partnerId, enterpriseId: enterprise.enterpriseId, orgId: org.orgId };
   }
   const key = await createApiKey(ctx, operatorCaller(), {
     name: 'demo key',
@@ -44,5 +46,7 @@ export async function provisionDemo(ctx: AppContext) {
     subjectId: ids.orgId,
     permissions: ['read', 'write'],
   });
-  return { ...ids, keyId: key.id, key: key.key };
+  // An admin key of the whole instance, for the admin API (also minted afresh on every run).
+  const admin = await createAdminKey(ctx, operatorCaller(), { name: 'demo admin key', subject: { type: 'instance' } });
+  return { ...ids, keyId: key.id, key: key.key, adminKeyId: admin.adminKeyId, adminKey: admin.key };
 }

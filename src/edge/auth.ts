@@ -44,7 +44,10 @@ export const PUBLIC_API_KEYS: KeyPolicy = {
   unauthenticated: 'A valid API key is required: Authorization: Bearer enk_live_...',
 };
 /** The tool server: API keys only (agents use narrowly scoped keys, never admin keys). */
-export const TOOL_SERVER_KEYS: KeyPolicy = { accepts: new Set(['api_key']), unauthenticated: 'A valid API key is required: Authorization: Bearer enk_live_...' };
+export const TOOL_SERVER_KEYS: KeyPolicy = {
+  accepts: new Set(['api_key']),
+  unauthenticated: 'A valid API key is required: Authorization: Bearer enk_live_...',
+};
 /** The admin API: admin keys only. */
 export const ADMIN_KEYS: KeyPolicy = { accepts: new Set(['admin_key']), unauthenticated: 'A valid admin key is required: Authorization: Bearer enk_adm_...' };
 

@@ -71,12 +71,12 @@ describe('webhook delivery', () => {
   });
 
   it('delivers to subscriptions covering the org by org, enterprise, partner and allowedOrgIds, and to no other', async () => {
-    const partnerId = (await createPartner(server.ctx, { name: 'Coverage partner' })).id;
-    const e1 = (await createEnterprise(server.ctx, { partnerId, name: 'E1' })).id;
-    const e2 = (await createEnterprise(server.ctx, { partnerId, name: 'E2' })).id;
-    const orgA = (await createOrg(server.ctx, { enterpriseId: e1, name: 'A' })).id;
-    const orgB = (await createOrg(server.ctx, { enterpriseId: e1, name: 'B' })).id;
-    const orgC = (await createOrg(server.ctx, { enterpriseId: e2, name: 'C' })).id;
+    const partnerId = (await createPartner(server.ctx, operatorCaller(), { name: 'Coverage partner' })).partnerId;
+    const e1 = (await createEnterprise(server.ctx, operatorCaller(), partnerId, { name: 'E1' })).enterpriseId;
+    const e2 = (await createEnterprise(server.ctx, operatorCaller(), partnerId, { name: 'E2' })).enterpriseId;
+    const orgA = (await createOrg(server.ctx, operatorCaller(), e1, { name: 'A' })).orgId;
+    const orgB = (await createOrg(server.ctx, operatorCaller(), e1, { name: 'B' })).orgId;
+    const orgC = (await createOrg(server.ctx, operatorCaller(), e2, { name: 'C' })).orgId;
     const other = await createOrgTree(server.ctx);
 
     const subs = {

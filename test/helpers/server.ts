@@ -56,12 +56,12 @@ let counter = 0;
 /** A partner → enterprise → org tree with a couple of categories; `extraOrgs` adds siblings in the same enterprise. */
 export async function createOrgTree(ctx: AppContext, options: { partnerId?: string; enterpriseId?: string } = {}): Promise<OrgFixture> {
   const n = ++counter;
-  const partnerId = options.partnerId ?? (await createPartner(ctx, { name: `Partner ${n}` })).id;
-  const enterpriseId = options.enterpriseId ?? (await createEnterprise(ctx, { partnerId, name: `Enterprise ${n}` })).id;
-  const orgId = (await createOrg(ctx, { enterpriseId, name: `Org ${n}` })).id;
-  const fire = await createCategory(ctx, orgId, { name: 'Fire', color: '#D32F2F', severity: 5, responseLevel: 'evacuate' });
-  const medical = await createCategory(ctx, orgId, { name: 'Medical', color: '#1976d2', severity: 3, responseLevel: 'medical' });
-  return { partnerId, enterpriseId, orgId, categories: { Fire: fire.id, Medical: medical.id } };
+  const partnerId = options.partnerId ?? (await createPartner(ctx, operatorCaller(), { name: `Partner ${n}` })).partnerId;
+  const enterpriseId = options.enterpriseId ?? (await createEnterprise(ctx, operatorCaller(), partnerId, { name: `Enterprise ${n}` })).enterpriseId;
+  const orgId = (await createOrg(ctx, operatorCaller(), enterpriseId, { name: `Org ${n}` })).orgId;
+  const fire = await createCategory(ctx, operatorCaller(), orgId, { name: 'Fire', color: '#D32F2F', severity: 5, responseLevel: 'evacuate' });
+  const medical = await createCategory(ctx, operatorCaller(), orgId, { name: 'Medical', color: '#1976d2', severity: 3, responseLevel: 'medical' });
+  return { partnerId, enterpriseId, orgId, categories: { Fire: fire.categoryId, Medical: medical.categoryId } };
 }
 
 /** A real server on a fresh database with one org tree and an HTTP client holding a read/write key of the org. */
@@ -82,5 +82,5 @@ export async function mintKey(ctx: AppContext, spec: Partial<KeySpec> & Pick<Key
 }
 
 export async function addUser(ctx: AppContext, orgId: string, firstName: string, lastName: string) {
-  return createUser(ctx, orgId, { firstName, lastName, email: `${firstName}.${lastName}@example.test`.toLowerCase() });
+  return createUser(ctx, operatorCaller(), orgId, { firstName, lastName, email: `${firstName}.${lastName}@example.test`.toLowerCase() });
 }

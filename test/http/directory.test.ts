@@ -1,3 +1,4 @@
+import { operatorCaller } from '../../src/domain/access/principal.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { createCategory } from '../../src/domain/categories/service.js';
@@ -26,8 +27,8 @@ describe('categories, users and audit log', () => {
   before(async () => {
     server = await startTestServer();
     org = await createOrgTree(server.ctx);
-    await createCategory(server.ctx, org.orgId, { name: 'Active Threat', color: '#880E4F', severity: 5, responseLevel: 'lockdown' });
-    await createCategory(server.ctx, org.orgId, { name: 'Hold', color: '#FBC02D', severity: 2, responseLevel: 'hold' });
+    await createCategory(server.ctx, operatorCaller(), org.orgId, { name: 'Active Threat', color: '#880E4F', severity: 5, responseLevel: 'lockdown' });
+    await createCategory(server.ctx, operatorCaller(), org.orgId, { name: 'Hold', color: '#FBC02D', severity: 2, responseLevel: 'hold' });
     for (const [f, l] of [
       ['Grace', 'Hopper'],
       ['Ada', 'Lovelace'],

@@ -19,7 +19,7 @@ export const categoryPage = pageOf(categoryItem).meta({ id: 'CategoryPage' });
 
 export type CategoryItem = z.infer<typeof categoryItem>;
 
-export const categoryCreateInput = z.object({
+export const categoryCreateInput = z.strictObject({
   name: z.string().trim().min(1).max(128),
   color: z
     .string()
@@ -28,3 +28,7 @@ export const categoryCreateInput = z.object({
   severity: z.coerce.number().int().min(0).max(5),
   responseLevel: z.enum(RESPONSE_LEVELS),
 });
+
+export const categoryUpdateInput = categoryCreateInput
+  .partial()
+  .refine((v) => Object.keys(v).length > 0, 'name at least one of name, color, severity, responseLevel');

@@ -1,15 +1,17 @@
 import type { AppContext } from '../../context.js';
-import { inTransaction, isUniqueViolation, type Tx } from '../../db/connect.js';
+import { inTransaction, type Tx } from '../../db/connect.js';
 import type { CategoryTable } from '../../db/types.js';
-import { fieldError } from '../../errors.js';
+import { LRUCache } from 'lru-cache';
+import { AppError, fieldError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
-import { requireOrg } from '../orgs/repo.js';
+import { requireReach } from '../access/admin-scope.js';
+import { placeOfOrg } from '../tenancy/places.js';
 import { findCategory } from './repo.js';
-import { categoryCreateInput, type CategoryItem } from './schema.js';
+import { categoryCreateInput, type CategoryItem, categoryUpdateInput } from './schema.js';
 
 export { UNCATEGORIZED } from './repo.js';
 
@@ -43,26 +45,68 @@ export async function insertCategory(
   return row;
 }
 
-export async function createCategory(ctx: AppContext, orgId: string, raw: unknown): Promise<{ id: string }> {
+/** Creates a category of an organization (name unique in the org, case-insensitively: else 409 conflict). */
+export async function createCategory(ctx: AppContext, caller: Caller, orgId: string, raw: unknown): Promise<CategoryItem> {
   const input = categoryCreateInput.parse(raw);
-  return inTransaction(ctx.db, async (tx) => {
-    await requireOrg(tx, orgId);
-    try {
-      const row = await insertCategory(tx, { orgId, ...input });
-      return { id: row.id };
-    } catch (err) {
-      if (isUniqueViolation(err)) throw new Error(`The organization already has a category named "${input.name}".`);
-      throw err;
-    }
-  });
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const place = await placeOfOrg(tx.db, orgId);
+      requireReach(caller, place);
+      await refuseTakenName(tx, place.orgId, input.name, null);
+      return toCategoryItem(await insertCategory(tx, { orgId: place.orgId, ...input }));
+    },
+    caller.idempotency,
+  );
+}
+
+async function refuseTakenName(tx: Tx, orgId: string, name: string, exceptId: string | null): Promise<void> {
+  const taken = await findCategory(tx.db, orgId, { categoryName: name });
+  if (taken && taken.id !== exceptId)
+    throw new AppError('conflict', `The organization already has a category named "${taken.name}".`, { categoryId: taken.id });
 }
 
 /**
- * Categories are never updated or deleted, so a category once seen committed stays valid for the
- * life of the process, and every instance may cache it. Misses are not cached: the category may be
- * created later. Bounded by clearing, like the org scope cache.
+ * Changes a category's name, color, severity or response level. Uncategorized, the system category
+ * every emergency falls back to, is immutable (409). Emergencies keep the category as it was when
+ * their last change was recorded; declares on other instances see the change within the cache's 5 s.
  */
-const categoryCache = new Map<string, CategoryTable>();
+export async function updateCategory(ctx: AppContext, caller: Caller, orgId: string, categoryId: string, raw: unknown): Promise<CategoryItem> {
+  const input = categoryUpdateInput.parse(raw);
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const place = await placeOfOrg(tx.db, orgId);
+      requireReach(caller, place);
+      const row = isUuid(categoryId) ? await findCategory(tx.db, place.orgId, { categoryId }) : undefined;
+      if (!row) throw new AppError('not_found', `No category ${categoryId} in this organization.`);
+      if (row.is_system === 1) throw new AppError('conflict', `${row.name} is the system category and cannot be changed.`);
+      if (input.name !== undefined) await refuseTakenName(tx, place.orgId, input.name, row.id);
+      const changes = {
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.color !== undefined ? { color: input.color } : {}),
+        ...(input.severity !== undefined ? { severity: input.severity } : {}),
+        ...(input.responseLevel !== undefined ? { response_level: input.responseLevel } : {}),
+      };
+      if (Object.keys(changes).length > 0)
+        await tx.db.updateTable('categories').set(changes).where('id', '=', row.id).where('org_id', '=', place.orgId).execute();
+      tx.afterCommit(() => forgetCategories(place.orgId));
+      return toCategoryItem({ ...row, ...changes });
+    },
+    caller.idempotency,
+  );
+}
+
+/**
+ * Categories seen committed are cached for a few seconds per instance: declares name them on every
+ * request. A change made here is forgotten at once; other instances see it when their entry expires.
+ * Misses are not cached: the category may be created later.
+ */
+const categoryCache = new LRUCache<string, CategoryTable>({ max: 100_000, ttl: 5_000 });
+
+function forgetCategories(orgId: string): void {
+  for (const key of categoryCache.keys()) if (key.startsWith(`${orgId} `)) categoryCache.delete(key);
+}
 
 function cacheKeyOf(orgId: string, selector: { categoryId?: string; categoryName?: string }): string {
   if (selector.categoryId !== undefined) return `${orgId} id ${selector.categoryId.toLowerCase()}`;
@@ -87,10 +131,7 @@ export async function resolveCategory(
   if (row) {
     // Cached only once the reading transaction committed, so a category created in a transaction
     // that later rolls back is never served; a read outside any transaction saw committed rows only.
-    const keep = () => {
-      if (categoryCache.size > 100_000) categoryCache.clear();
-      categoryCache.set(key, row);
-    };
+    const keep = () => categoryCache.set(key, row);
     if (tx.afterCommit) tx.afterCommit(keep);
     else keep();
     return row;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { ApiKeyTable } from '../../db/types.js';
-import type { Caller, Principal, SubjectType } from '../access/principal.js';
+import type { Caller, SubjectType } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { newId, nowIso } from '../shared/ids.js';
 import { fromJson, toJson } from '../shared/json.js';

@@ -60,7 +60,12 @@ export class CachedKeyVerifier<Row> {
       this.unknown.set(prefix, true);
       return null;
     }
-    const entry = { row, secretHash: Buffer.from(this.kind.secretHashOf(row), 'hex'), fetchedAt: now, lastUsedWrittenAt: this.cache.get(prefix)?.lastUsedWrittenAt ?? 0 };
+    const entry = {
+      row,
+      secretHash: Buffer.from(this.kind.secretHashOf(row), 'hex'),
+      fetchedAt: now,
+      lastUsedWrittenAt: this.cache.get(prefix)?.lastUsedWrittenAt ?? 0,
+    };
     this.cache.set(prefix, entry);
     return this.verify(plaintext, entry, now);
   }

@@ -1,47 +1,147 @@
+import { type Expression, type SqlBool, sql } from 'kysely';
+import { z } from 'zod';
 import type { AppContext } from '../../context.js';
-import { inTransaction, type Tx } from '../../db/connect.js';
-import { newId, nowIso } from '../shared/ids.js';
+import { inTransaction } from '../../db/connect.js';
+import type { EnterpriseTable, OrgTable, PartnerTable } from '../../db/types.js';
+import { adminSubjectOf, requireInstance, requireReach } from '../access/admin-scope.js';
+import type { Caller } from '../access/principal.js';
 import { insertCategory, UNCATEGORIZED } from '../categories/service.js';
+import { decodeCursor, paginate } from '../shared/cursor.js';
+import { newId, nowIso } from '../shared/ids.js';
+import { type Page, pageOf, timestamp, uuid } from '../shared/schema.js';
+import { placeOfEnterprise, placeOfOrg, placeOfPartner } from '../tenancy/places.js';
 
-async function requireRow(tx: Tx, table: 'partners' | 'enterprises', id: string) {
-  const row = await tx.db.selectFrom(table).selectAll().where('id', '=', id).executeTakeFirst();
-  if (!row) throw new Error(`No ${table === 'partners' ? 'partner' : 'enterprise'} with id ${id}.`);
-  return row;
+/** Partners, enterprises and organizations: the tenancy tree, administered by the CLI and the admin API alike. */
+
+export const nameInput = z.strictObject({ name: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters') });
+
+export const partnerRecord = z.object({ partnerId: uuid, name: z.string(), createdAt: timestamp }).meta({ id: 'Partner' });
+export const enterpriseRecord = z.object({ enterpriseId: uuid, partnerId: uuid, name: z.string(), createdAt: timestamp }).meta({ id: 'Enterprise' });
+export const orgRecord = z.object({ orgId: uuid, enterpriseId: uuid, name: z.string(), createdAt: timestamp }).meta({ id: 'OrganizationRecord' });
+export const partnerPage = pageOf(partnerRecord);
+export const enterprisePage = pageOf(enterpriseRecord);
+export const orgPage = pageOf(orgRecord);
+export type PartnerRecord = z.infer<typeof partnerRecord>;
+export type EnterpriseRecord = z.infer<typeof enterpriseRecord>;
+export type OrgRecord = z.infer<typeof orgRecord>;
+
+const toPartner = (r: PartnerTable): PartnerRecord => ({ partnerId: r.id, name: r.name, createdAt: r.created_at });
+const toEnterprise = (r: EnterpriseTable): EnterpriseRecord => ({ enterpriseId: r.id, partnerId: r.partner_id, name: r.name, createdAt: r.created_at });
+const toOrg = (r: Pick<OrgTable, 'id' | 'enterprise_id' | 'name' | 'created_at'>): OrgRecord => ({
+  orgId: r.id,
+  enterpriseId: r.enterprise_id,
+  name: r.name,
+  createdAt: r.created_at,
+});
+
+type PageParams = { cursor?: string; limit: number };
+
+/** Keyset by (name, id), the order of every tenancy list: rows after the cursor's (true without one). */
+function afterName(cursor: string | undefined): Expression<SqlBool> {
+  if (!cursor) return sql<SqlBool>`1 = 1`;
+  const [name, id] = decodeCursor(cursor, ['string', 'string']) as string[];
+  return sql<SqlBool>`(name > ${name} or (name = ${name} and id > ${id}))`;
 }
 
-export async function createPartner(ctx: AppContext, input: { name: string }): Promise<{ id: string }> {
-  const id = newId();
-  await ctx.db.db.insertInto('partners').values({ id, name: input.name, created_at: nowIso() }).execute();
-  return { id };
+/** Only keys of the whole instance create partners. */
+export async function createPartner(ctx: AppContext, caller: Caller, raw: unknown): Promise<PartnerRecord> {
+  requireInstance(caller);
+  const { name } = nameInput.parse(raw);
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const row: PartnerTable = { id: newId(), name, created_at: nowIso() };
+      await tx.db.insertInto('partners').values(row).execute();
+      return toPartner(row);
+    },
+    caller.idempotency,
+  );
 }
 
-export async function createEnterprise(ctx: AppContext, input: { partnerId: string; name: string }): Promise<{ id: string }> {
-  return inTransaction(ctx.db, async (tx) => {
-    await requireRow(tx, 'partners', input.partnerId);
-    const id = newId();
-    await tx.db.insertInto('enterprises').values({ id, partner_id: input.partnerId, name: input.name, created_at: nowIso() }).execute();
-    return { id };
-  });
+/** The partners the caller's subject reaches (all, or its own). */
+export async function listPartners(ctx: AppContext, caller: Caller, params: PageParams): Promise<Page<PartnerRecord>> {
+  const subject = adminSubjectOf(caller);
+  if (subject.type === 'enterprise') return { items: [], nextCursor: null };
+  let query = ctx.db.db.selectFrom('partners').selectAll();
+  if (subject.type === 'partner') query = query.where('id', '=', subject.id);
+  const rows = await query.where(afterName(params.cursor))
+    .orderBy('name')
+    .orderBy('id')
+    .limit(params.limit + 1)
+    .execute();
+  return paginate(rows, params.limit, toPartner, (r) => [r.name, r.id]);
+}
+
+export async function createEnterprise(ctx: AppContext, caller: Caller, partnerId: string, raw: unknown): Promise<EnterpriseRecord> {
+  const { name } = nameInput.parse(raw);
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const place = await placeOfPartner(tx.db, partnerId);
+      requireReach(caller, place);
+      const row: EnterpriseTable = { id: newId(), partner_id: place.partnerId, name, created_at: nowIso() };
+      await tx.db.insertInto('enterprises').values(row).execute();
+      return toEnterprise(row);
+    },
+    caller.idempotency,
+  );
+}
+
+/** The enterprises of a partner the caller reaches; an enterprise key sees its own only. */
+export async function listEnterprises(ctx: AppContext, caller: Caller, partnerId: string, params: PageParams): Promise<Page<EnterpriseRecord>> {
+  const place = await placeOfPartner(ctx.db.db, partnerId);
+  const subject = adminSubjectOf(caller);
+  if (subject.type !== 'enterprise') requireReach(caller, place);
+  let query = ctx.db.db.selectFrom('enterprises').selectAll().where('partner_id', '=', place.partnerId);
+  if (subject.type === 'enterprise') query = query.where('id', '=', subject.id);
+  const rows = await query.where(afterName(params.cursor))
+    .orderBy('name')
+    .orderBy('id')
+    .limit(params.limit + 1)
+    .execute();
+  return paginate(rows, params.limit, toEnterprise, (r) => [r.name, r.id]);
 }
 
 /** Creates an organization together with its system category Uncategorized. */
-export async function createOrg(ctx: AppContext, input: { enterpriseId: string; name: string }): Promise<{ id: string }> {
-  return inTransaction(ctx.db, async (tx) => {
-    const enterprise = await requireRow(tx, 'enterprises', input.enterpriseId);
-    const id = newId();
-    await tx.db
-      .insertInto('orgs')
-      .values({
-        id,
-        enterprise_id: input.enterpriseId,
-        partner_id: (enterprise as { partner_id: string }).partner_id,
-        name: input.name,
+export async function createOrg(ctx: AppContext, caller: Caller, enterpriseId: string, raw: unknown): Promise<OrgRecord> {
+  const { name } = nameInput.parse(raw);
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const place = await placeOfEnterprise(tx.db, enterpriseId);
+      requireReach(caller, place);
+      const row: OrgTable = {
+        id: newId(),
+        enterprise_id: place.enterpriseId!,
+        partner_id: place.partnerId,
+        name,
         created_at: nowIso(),
         event_offset: 0,
         pruned_offset: 0,
-      })
-      .execute();
-    await insertCategory(tx, { orgId: id, ...UNCATEGORIZED, isSystem: true });
-    return { id };
-  });
+      };
+      await tx.db.insertInto('orgs').values(row).execute();
+      await insertCategory(tx, { orgId: row.id, ...UNCATEGORIZED, isSystem: true });
+      return toOrg(row);
+    },
+    caller.idempotency,
+  );
+}
+
+export async function listOrgs(ctx: AppContext, caller: Caller, enterpriseId: string, params: PageParams): Promise<Page<OrgRecord>> {
+  requireReach(caller, await placeOfEnterprise(ctx.db.db, enterpriseId));
+  const query = ctx.db.db.selectFrom('orgs').select(['id', 'enterprise_id', 'name', 'created_at']).where('enterprise_id', '=', enterpriseId.toLowerCase());
+  const rows = await query.where(afterName(params.cursor))
+    .orderBy('name')
+    .orderBy('id')
+    .limit(params.limit + 1)
+    .execute();
+  return paginate(rows, params.limit, toOrg, (r) => [r.name, r.id]);
+}
+
+export async function getOrg(ctx: AppContext, caller: Caller, orgId: string): Promise<OrgRecord> {
+  const place = await placeOfOrg(ctx.db.db, orgId);
+  requireReach(caller, place);
+  return toOrg(
+    await ctx.db.db.selectFrom('orgs').select(['id', 'enterprise_id', 'name', 'created_at']).where('id', '=', place.orgId).executeTakeFirstOrThrow(),
+  );
 }

@@ -28,11 +28,25 @@ export const userItem = z
 export const userPage = pageOf(userItem).meta({ id: 'UserPage' });
 export type UserItem = z.infer<typeof userItem>;
 
-export const userCreateInput = z.object({
+const userFields = {
   firstName: z.string().trim().min(1).max(128),
   lastName: z.string().trim().min(1).max(128),
   email: z.email().max(320),
-  role: z.enum(USER_ROLES).default('user'),
-  phoneNumber: z.string().max(32).optional(),
-  accessLevel: z.enum(['admin', 'member']).default('member'),
+  role: z.enum(USER_ROLES),
+  phoneNumber: z.string().max(32),
+  accessLevel: z.enum(['admin', 'member']),
+  status: z.enum(['active', 'invited', 'disabled']),
+};
+
+export const userCreateInput = z.strictObject({
+  ...userFields,
+  role: userFields.role.default('user'),
+  phoneNumber: userFields.phoneNumber.optional(),
+  accessLevel: userFields.accessLevel.default('member'),
+  status: userFields.status.default('active'),
 });
+
+export const userUpdateInput = z
+  .strictObject({ ...userFields, phoneNumber: userFields.phoneNumber.nullable() })
+  .partial()
+  .refine((v) => Object.keys(v).length > 0, 'name at least one field to change');

@@ -11,7 +11,11 @@ import { migrationsApplied } from './db/migrate.js';
 import { API_VERSION } from './domain/events/append.js';
 import { EventBus } from './domain/events/bus.js';
 import { KeyAuthenticator } from './domain/keys/authenticator.js';
-import { type KeyGate, PUBLIC_API_KEYS, requireKey } from './edge/auth.js';
+import { ADMIN_KEYS, type KeyGate, PUBLIC_API_KEYS, requireKey } from './edge/auth.js';
+import { adminDocument, type OpenApiDocument, publicDocument } from './http/openapi-documents.js';
+import { credentialAdminRoutes } from './http/routes/admin/credentials.js';
+import { deliveryAdminRoutes } from './http/routes/admin/delivery.js';
+import { tenancyAdminRoutes } from './http/routes/admin/tenancy.js';
 import { idempotencyHook } from './edge/idempotency.js';
 import { installErrorHandling } from './http/errors-plugin.js';
 import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.js';
@@ -28,6 +32,7 @@ import { Metrics } from './observability/metrics.js';
 import { OutageLog } from './observability/outage-log.js';
 
 export const API_PREFIX = '/api/public/v1';
+export const ADMIN_PREFIX = '/api/admin/v1';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** /readyz answers within this time whatever the database does. */
 const READINESS_TIMEOUT_MS = 1000;
@@ -170,7 +175,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
             response: { 200: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }).describe('The OpenAPI 3.1 document.') },
           },
         },
-        async () => app.swagger() as unknown as { openapi: string; info: Record<string, unknown>; paths: Record<string, unknown> },
+        async () => publicDocument(app.swagger() as unknown as OpenApiDocument),
       );
       await v1.register(async (authed) => {
         authed.addHook('onRequest', requireKey(gate, PUBLIC_API_KEYS));
@@ -182,6 +187,31 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       });
     },
     { prefix: API_PREFIX },
+  );
+  await app.register(
+    async (admin) => {
+      admin.withTypeProvider<ZodTypeProvider>().get(
+        '/openapi.json',
+        {
+          schema: {
+            operationId: 'getAdminOpenApiDocument',
+            tags: ['meta'],
+            summary: 'This OpenAPI 3.1 description of the admin API (no authentication).',
+            security: [],
+            response: { 200: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }).describe('The OpenAPI 3.1 document.') },
+          },
+        },
+        async () => adminDocument(app.swagger() as unknown as OpenApiDocument),
+      );
+      await admin.register(async (authed) => {
+        authed.addHook('onRequest', requireKey(gate, ADMIN_KEYS));
+        authed.addHook('preHandler', idempotencyHook(ctx.db));
+        await authed.register(tenancyAdminRoutes(ctx));
+        await authed.register(credentialAdminRoutes(ctx));
+        await authed.register(deliveryAdminRoutes(ctx));
+      });
+    },
+    { prefix: ADMIN_PREFIX },
   );
   await app.register(mcpRoutes(ctx, gate));
 

@@ -1,6 +1,7 @@
-import { operatorCaller } from '../domain/access/principal.js';
+import { type AdminSubject, operatorCaller } from '../domain/access/principal.js';
+import { createAdminKey, listAdminKeys, revokeAdminKey } from '../domain/admin-keys/service.js';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../domain/keys/service.js';
-import { type CliCommand, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
+import { type CliCommand, listAll, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
 
 function parsePermissions(value: string): ('read' | 'write')[] {
   const perms = value
@@ -21,7 +22,35 @@ function parseExpiry(value: string | boolean | undefined): string | null {
   return new Date(value).toISOString();
 }
 
+/** `instance`, `partner:ID` or `enterprise:ID`. */
+function parseAdminSubject(value: string): AdminSubject {
+  if (value === 'instance') return { type: 'instance' };
+  const match = /^(partner|enterprise):([0-9a-fA-F-]{36})$/.exec(value);
+  if (!match) throw new UsageError('--subject must be instance, partner:ID or enterprise:ID');
+  return { type: match[1] as 'partner' | 'enterprise', id: match[2]!.toLowerCase() };
+}
+
 export const keyCommands: Record<string, CliCommand> = {
+  'admin admin-key create': {
+    usage: '--name N --subject instance|partner:ID|enterprise:ID   (an admin key for the admin API; shown once)',
+    options: { name: { type: 'string' }, subject: { type: 'string' } },
+    run: async ({ ctx, values }) => {
+      const created = await createAdminKey(ctx, operatorCaller(), { name: requireOption(values, 'name'), subject: parseAdminSubject(requireOption(values, 'subject')) });
+      return { id: created.adminKeyId, key: created.key };
+    },
+  },
+  'admin admin-key list': {
+    usage: '(never shows key secrets)',
+    run: async ({ ctx }) => ({ items: await listAll((page) => listAdminKeys(ctx, operatorCaller(), page)) }),
+  },
+  'admin admin-key revoke': {
+    usage: 'ID',
+    positionals: ['ID'],
+    run: async ({ ctx, positionals }) => {
+      const record = await revokeAdminKey(ctx, operatorCaller(), positionals[0]!);
+      return { id: record.adminKeyId, status: record.status };
+    },
+  },
   'admin key create': {
     usage: '--name N --subject org:ID|enterprise:ID|partner:ID --permissions read,write [--allowed-orgs ID,ID] [--active-until ISO]',
     options: {
@@ -57,11 +86,12 @@ export const keyCommands: Record<string, CliCommand> = {
     run: async ({ ctx, positionals, values }) => {
       const hours = values['grace-hours'] === undefined ? 24 : Number(values['grace-hours']);
       if (!Number.isFinite(hours) || hours < 0) throw new UsageError('--grace-hours must be a non-negative number');
-      return rotateApiKey(ctx, operatorCaller(), positionals[0]!, hours * 3600 * 1000);
+      const { id, key, previousKeyExpiresAt } = await rotateApiKey(ctx, operatorCaller(), positionals[0]!, hours * 3600 * 1000);
+      return { id, key, previousKeyExpiresAt };
     },
   },
   'admin key list': {
     usage: '(never shows key secrets)',
-    run: async ({ ctx }) => ({ items: await listApiKeys(ctx) }),
+    run: async ({ ctx }) => ({ items: await listAll((page) => listApiKeys(ctx, operatorCaller(), page)) }),
   },
 };

@@ -10,7 +10,7 @@ import {
   setSubscriptionStatus,
 } from '../domain/webhooks/service.js';
 import { sendTestPing } from '../delivery/ping.js';
-import { type CliCommand, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
+import { type CliCommand, listAll, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
 
 function parseEventTypes(value: string | boolean | undefined): WebhookEventType[] | null {
   if (typeof value !== 'string') return null;
@@ -55,7 +55,7 @@ export const webhookCommands: Record<string, CliCommand> = {
   },
   'admin webhook list': {
     usage: '(never shows secrets)',
-    run: async ({ ctx }) => ({ items: await listSubscriptions(ctx) }),
+    run: async ({ ctx }) => ({ items: await listAll((page) => listSubscriptions(ctx, operatorCaller(), page)) }),
   },
   'admin webhook disable': {
     usage: 'ID',
@@ -81,7 +81,7 @@ export const webhookCommands: Record<string, CliCommand> = {
     usage: 'ID [--limit N]   recent attempts, newest first, with status, latency and response code',
     positionals: ['ID'],
     options: { limit: { type: 'string' } },
-    run: ({ ctx, positionals, values }) => listDeliveryAttempts(ctx, positionals[0]!, parseLimit(values.limit)),
+    run: ({ ctx, positionals, values }) => listDeliveryAttempts(ctx, operatorCaller(), positionals[0]!, parseLimit(values.limit)),
   },
   'admin webhook replay': {
     usage: 'ID --since ISO   re-queue every covered event since the time (receivers dedupe on eventId)',

@@ -37,3 +37,15 @@ export function parseIdList(value: string | boolean | undefined, flag: string): 
   if (ids.length === 0 || !ids.every((id) => /^[0-9a-f-]{36}$/.test(id))) throw new UsageError(`--${flag} must be a comma-separated list of ids`);
   return ids;
 }
+
+/** Every item of a paged service list, for the operator's `list` commands. */
+export async function listAll<T>(page: (params: { cursor?: string; limit: number }) => Promise<{ items: T[]; nextCursor: string | null }>): Promise<T[]> {
+  const items: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const result = await page({ cursor, limit: 200 });
+    items.push(...result.items);
+    cursor = result.nextCursor ?? undefined;
+  } while (cursor);
+  return items;
+}

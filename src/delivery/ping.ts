@@ -3,9 +3,10 @@ import { inTransaction } from '../db/connect.js';
 import type { Caller } from '../domain/access/principal.js';
 import { recordAudit } from '../domain/audit/record.js';
 import { API_VERSION } from '../domain/events/append.js';
-import { isUuid, newId, nowIso } from '../domain/shared/ids.js';
+import { newId, nowIso } from '../domain/shared/ids.js';
 import { fromJson } from '../domain/shared/json.js';
-import { coveredOrgIds, findSubscription } from '../domain/webhooks/repo.js';
+import { coveredOrgIds } from '../domain/webhooks/repo.js';
+import { loadSubscription } from '../domain/webhooks/service.js';
 import { PING_EVENT_TYPE, signingSecrets } from '../domain/webhooks/schema.js';
 import { signatureHeader } from '../domain/webhooks/signing.js';
 import { WebhookSender } from './http-sender.js';
@@ -25,8 +26,7 @@ export interface PingResult {
  * delivery log like any attempt. It is not retried: the operator sees the outcome at once.
  */
 export async function sendTestPing(ctx: AppContext, caller: Caller, id: string, options: { timeoutMs?: number } = {}): Promise<PingResult> {
-  const sub = isUuid(id) ? await findSubscription(ctx.db.db, id) : undefined;
-  if (!sub) throw new Error(`No webhook subscription with id ${id}.`);
+  const sub = await loadSubscription(ctx.db, caller, id);
   const eventId = newId();
   const createdAt = nowIso();
   const body = JSON.stringify({

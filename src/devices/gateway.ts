@@ -37,7 +37,7 @@ export interface DeviceGatewayOptions {
 export const defaultGatewayOptions: DeviceGatewayOptions = {
   pingIntervalMs: 25_000,
   silenceTimeoutMs: 60_000,
-  revocationCheckMs: 5_000,
+  revocationCheckMs: 2_000,
   pollIntervalMs: 2_000,
   ackFlushMs: 1_000,
   maxBufferedBytes: 1024 * 1024,

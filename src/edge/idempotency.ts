@@ -31,8 +31,11 @@ export const idempotencyHeaders = z.looseObject({
     ),
 });
 
-/** The answer a route gives for the value its unit of work returns; null when that value made no write. */
-export type AnswerOf = (value: unknown) => StoredAnswer | null;
+/**
+ * The answer a route gives for the value its unit of work returns (and the request's body, for routes
+ * whose answer's shape follows it); null when that value made no write.
+ */
+export type AnswerOf = (value: unknown, body?: unknown) => StoredAnswer | null;
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -116,7 +119,7 @@ export function idempotencyHook(db: DbHandle) {
           }
           return;
         }
-        request.idempotency = { apiKeyId: principal.keyId, key, fingerprint, answer: answerOf, stored: false };
+        request.idempotency = { apiKeyId: principal.keyId, key, fingerprint, answer: (value) => answerOf(value, request.body), stored: false };
         done();
       },
       (err: Error) => done(err),

@@ -63,7 +63,7 @@ describe('webhook delivery', () => {
     }
     assert.equal(envelopes[1].data.emergency.category.name, 'Fire');
     const log = await waitFor('attempts recorded', async () => {
-      const l = await listDeliveryAttempts(server.ctx, sub.id);
+      const l = await listDeliveryAttempts(server.ctx, operatorCaller(), sub.id);
       return l.queue.delivered === 3 ? l : null;
     });
     assert.equal(log.items.length, 3);
@@ -125,7 +125,7 @@ describe('webhook delivery', () => {
     });
     await (await apiFor(org.orgId)).post(`/orgs/${org.orgId}/emergencies`, {});
     const log = await waitFor('delivered after retries', async () => {
-      const l = await listDeliveryAttempts(server.ctx, sub.id);
+      const l = await listDeliveryAttempts(server.ctx, operatorCaller(), sub.id);
       return l.queue.delivered === 1 ? l : null;
     });
     const attempts = [...log.items].reverse();
@@ -142,7 +142,7 @@ describe('webhook delivery', () => {
     const ids = receiver.forPath('/flaky').map((r) => r.headers['webhook-id']);
     assert.equal(new Set(ids).size, 1, 'every retry carries the same webhook-id');
     for (const r of receiver.forPath('/flaky')) verify(sub.secret, r);
-    assert.equal((await getSubscription(server.ctx, sub.id)).failingSince, null, 'a success ends the failure run');
+    assert.equal((await getSubscription(server.ctx, operatorCaller(), sub.id)).failingSince, null, 'a success ends the failure run');
   });
 
   it('retries after a timeout', async () => {
@@ -155,7 +155,7 @@ describe('webhook delivery', () => {
     });
     await (await apiFor(org.orgId)).post(`/orgs/${org.orgId}/emergencies`, {});
     const log = await waitFor('delivered after a timeout', async () => {
-      const l = await listDeliveryAttempts(server.ctx, sub.id);
+      const l = await listDeliveryAttempts(server.ctx, operatorCaller(), sub.id);
       return l.queue.delivered === 1 ? l : null;
     });
     const attempts = [...log.items].reverse();
@@ -174,11 +174,11 @@ describe('webhook delivery', () => {
     receiver.respond('/down', (_req, res) => void res.writeHead(503).end());
     await (await apiFor(org.orgId)).post(`/orgs/${org.orgId}/emergencies`, {});
     const log = await waitFor('failed for good', async () => {
-      const l = await listDeliveryAttempts(server.ctx, sub.id);
+      const l = await listDeliveryAttempts(server.ctx, operatorCaller(), sub.id);
       return l.queue.failed === 1 ? l : null;
     });
     assert.equal(log.items.length, 4, 'the first attempt and three retries (WEBHOOK_RETRY_SCHEDULE=0.2,0.2,0.2)');
-    const record = await getSubscription(server.ctx, sub.id);
+    const record = await getSubscription(server.ctx, operatorCaller(), sub.id);
     assert.equal(record.status, 'active');
     assert.ok(record.failingSince, 'the failure run is tracked for the five-day rule');
   });
@@ -191,12 +191,12 @@ describe('webhook delivery', () => {
       else res.writeHead(200).end();
     });
     await (await apiFor(org.orgId)).post(`/orgs/${org.orgId}/emergencies`, {});
-    await waitFor('first attempt recorded', async () => (await listDeliveryAttempts(server.ctx, sub.id)).items.length === 1);
+    await waitFor('first attempt recorded', async () => (await listDeliveryAttempts(server.ctx, operatorCaller(), sub.id)).items.length === 1);
     const row = await server.ctx.db.db.selectFrom('webhook_deliveries').selectAll().where('subscription_id', '=', sub.id).executeTakeFirstOrThrow();
-    const attempt = (await listDeliveryAttempts(server.ctx, sub.id)).items[0]!;
+    const attempt = (await listDeliveryAttempts(server.ctx, operatorCaller(), sub.id)).items[0]!;
     // The schedule says 0.2 s (±20 %); the subscriber asked for 1 s, which wins.
     assert.ok(Date.parse(row.next_attempt_at) - Date.parse(attempt.startedAt) >= 1000);
-    await waitFor('delivered after Retry-After', async () => (await listDeliveryAttempts(server.ctx, sub.id)).queue.delivered === 1);
+    await waitFor('delivered after Retry-After', async () => (await listDeliveryAttempts(server.ctx, operatorCaller(), sub.id)).queue.delivered === 1);
   });
 
   it('disables a subscription answering 410 Gone, and queues nothing more for it', async () => {
@@ -205,8 +205,8 @@ describe('webhook delivery', () => {
     receiver.respond('/gone', (_req, res) => void res.writeHead(410).end());
     const api = await apiFor(org.orgId);
     await api.post(`/orgs/${org.orgId}/emergencies`, {});
-    await waitFor('disabled', async () => (await getSubscription(server.ctx, sub.id)).status === 'disabled');
-    const record = await getSubscription(server.ctx, sub.id);
+    await waitFor('disabled', async () => (await getSubscription(server.ctx, operatorCaller(), sub.id)).status === 'disabled');
+    const record = await getSubscription(server.ctx, operatorCaller(), sub.id);
     assert.match(record.disabledReason!, /410/);
     const audit = await server.ctx.db.db
       .selectFrom('audit_logs')
@@ -263,7 +263,7 @@ describe('webhook delivery', () => {
     assert.equal(ping.responseCode, 204);
     const pinged = receiver.forPath('/replay')[2]!;
     assert.equal(verify(sub.secret, pinged).eventType, 'webhook.ping');
-    const log = await listDeliveryAttempts(server.ctx, sub.id);
+    const log = await listDeliveryAttempts(server.ctx, operatorCaller(), sub.id);
     assert.equal(log.items[0]!.eventType, 'webhook.ping');
   });
 });

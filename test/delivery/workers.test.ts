@@ -52,7 +52,7 @@ describe('standalone webhook workers', () => {
     const [cut, redelivered] = receiver.forPath('/crash');
     assert.equal(redelivered!.headers['webhook-id'], cut!.headers['webhook-id'], 'the same event, deduplicable by eventId');
     assert.equal(verify(sub.secret, redelivered!).emergencyId, declared.body.emergencyId);
-    await waitFor('delivered state recorded', async () => (await listDeliveryAttempts(server.ctx, sub.id)).queue.delivered === 1);
+    await waitFor('delivered state recorded', async () => (await listDeliveryAttempts(server.ctx, operatorCaller(), sub.id)).queue.delivered === 1);
     await killHard(second);
   });
 

@@ -5,7 +5,10 @@ import type { DeviceTable } from '../../db/types.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
-import { newId, nowIso } from '../shared/ids.js';
+import { AppError } from '../../errors.js';
+import { requireReach } from '../access/admin-scope.js';
+import { isUuid, newId, nowIso } from '../shared/ids.js';
+import { placeOfOrg } from '../tenancy/places.js';
 import { sha256 } from '../shared/secrets.js';
 import { findDeviceByPrefix } from './repo.js';
 import { type AuthenticatedDevice, createDeviceInput, DEVICE_TOKEN_PATTERN, type DeviceRecord } from './schema.js';
@@ -41,7 +44,7 @@ export function toDeviceRecord(row: DeviceTable, now = Date.now()): DeviceRecord
   };
 }
 
-async function auditDevice(tx: Tx, caller: Caller, row: Pick<DeviceTable, 'id' | 'org_id' | 'name'>, eventType: string) {
+function auditDevice(tx: Tx, caller: Caller, row: Pick<DeviceTable, 'id' | 'org_id' | 'name'>, eventType: string): void {
   recordAudit(tx, caller, {
     orgId: row.org_id,
     eventCategory: 'device',
@@ -51,20 +54,13 @@ async function auditDevice(tx: Tx, caller: Caller, row: Pick<DeviceTable, 'id' |
   });
 }
 
-/** Registers a base station of one org. The token is returned once; only its SHA-256 is stored. */
-export async function createDevice(
-  ctx: AppContext,
-  caller: Caller,
-  orgId: string,
-  input: { name: string },
-): Promise<{ id: string; token: string; record: DeviceRecord }> {
-  const { name } = createDeviceInput.parse(input);
-  const org = await authorize(ctx, caller, orgId, 'write');
-  return inTransaction(ctx.db, async (tx) => {
-    const { token, prefix } = mintToken();
-    const row: DeviceTable = {
+function newDeviceRow(orgId: string, name: string): { row: DeviceTable; token: string } {
+  const { token, prefix } = mintToken();
+  return {
+    token,
+    row: {
       id: newId(),
-      org_id: org.id,
+      org_id: orgId,
       name,
       token_prefix: prefix,
       secret_hash: sha256(token).toString('hex'),
@@ -77,11 +73,60 @@ export async function createDevice(
       disconnected_at: null,
       acked_offset: 0,
       acked_at: null,
-    };
-    await tx.db.insertInto('devices').values(row).execute();
-    await auditDevice(tx, caller, row, 'device.created');
-    return { id: row.id, token, record: toDeviceRecord(row) };
-  });
+    },
+  };
+}
+
+/** At most this many devices are registered by one request (one transaction). */
+export const MAX_DEVICES_PER_REQUEST = 1_000;
+
+/**
+ * Registers base stations of one org, all in one transaction (a fleet of 1,000 is one request). Each
+ * token is returned once; only its SHA-256 is stored.
+ */
+export async function createDevices(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  names: string[],
+): Promise<{ id: string; token: string; record: DeviceRecord }[]> {
+  const parsed = names.map((name) => createDeviceInput.parse({ name }).name);
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const place = await placeOfOrg(tx.db, orgId);
+      requireReach(caller, place);
+      const created = parsed.map((name) => newDeviceRow(place.orgId, name));
+      for (let i = 0; i < created.length; i += 200) {
+        await tx.db
+          .insertInto('devices')
+          .values(created.slice(i, i + 200).map((c) => c.row))
+          .execute();
+      }
+      for (const { row } of created) auditDevice(tx, caller, row, 'device.created');
+      return created.map(({ row, token }) => ({ id: row.id, token, record: toDeviceRecord(row) }));
+    },
+    caller.idempotency,
+  );
+}
+
+/** Registers one base station of an org. */
+export async function createDevice(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  input: { name: string },
+): Promise<{ id: string; token: string; record: DeviceRecord }> {
+  const [created] = await createDevices(ctx, caller, orgId, [input.name]);
+  return created!;
+}
+
+/** The device row, when it exists and its org lies within the caller's subject (else 404 / 403). */
+async function loadDevice(tx: Pick<Tx, 'db'>, caller: Caller, deviceId: string): Promise<DeviceTable> {
+  const row = isUuid(deviceId) ? await tx.db.selectFrom('devices').selectAll().where('id', '=', deviceId.toLowerCase()).executeTakeFirst() : undefined;
+  if (!row) throw new AppError('not_found', `No device ${deviceId}.`);
+  requireReach(caller, await placeOfOrg(tx.db, row.org_id));
+  return row;
 }
 
 /**
@@ -89,17 +134,43 @@ export async function createDevice(
  * their next revocation check (a few seconds). Revoking twice is a no-op.
  */
 export async function revokeDevice(ctx: AppContext, caller: Caller, deviceId: string): Promise<DeviceRecord> {
-  const existing = await ctx.db.db.selectFrom('devices').select('org_id').where('id', '=', deviceId).executeTakeFirst();
-  if (!existing) throw new Error(`No device with id ${deviceId}.`);
-  await authorize(ctx, caller, existing.org_id, 'write');
-  return inTransaction(ctx.db, async (tx) => {
-    const row = await tx.db.selectFrom('devices').selectAll().where('id', '=', deviceId).where('org_id', '=', existing.org_id).executeTakeFirstOrThrow();
-    if (row.status === 'revoked') return toDeviceRecord(row);
-    const revokedAt = nowIso();
-    await tx.db.updateTable('devices').set({ status: 'revoked', revoked_at: revokedAt }).where('id', '=', deviceId).where('org_id', '=', row.org_id).execute();
-    await auditDevice(tx, caller, row, 'device.revoked');
-    return toDeviceRecord({ ...row, status: 'revoked', revoked_at: revokedAt });
-  });
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const row = await loadDevice(tx, caller, deviceId);
+      if (row.status === 'revoked') return toDeviceRecord(row);
+      const revokedAt = nowIso();
+      await tx.db.updateTable('devices').set({ status: 'revoked', revoked_at: revokedAt }).where('id', '=', row.id).where('org_id', '=', row.org_id).execute();
+      auditDevice(tx, caller, row, 'device.revoked');
+      return toDeviceRecord({ ...row, status: 'revoked', revoked_at: revokedAt });
+    },
+    caller.idempotency,
+  );
+}
+
+/**
+ * Gives an active device a new token; the old one stops authenticating at once. A socket already open
+ * with the old token stays open (it authenticated when it connected); revoke to cut it.
+ */
+export async function rotateDeviceToken(ctx: AppContext, caller: Caller, deviceId: string): Promise<{ token: string; record: DeviceRecord }> {
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const row = await loadDevice(tx, caller, deviceId);
+      if (row.status !== 'active') throw new AppError('conflict', `Device ${deviceId} is revoked; register a new device instead.`);
+      const { token, prefix } = mintToken();
+      const secretHash = sha256(token).toString('hex');
+      await tx.db
+        .updateTable('devices')
+        .set({ token_prefix: prefix, secret_hash: secretHash })
+        .where('id', '=', row.id)
+        .where('org_id', '=', row.org_id)
+        .execute();
+      auditDevice(tx, caller, row, 'device.token_rotated');
+      return { token, record: toDeviceRecord({ ...row, token_prefix: prefix, secret_hash: secretHash }) };
+    },
+    caller.idempotency,
+  );
 }
 
 /** Devices of one org (authorized), or of every org for the operator. */

@@ -4,7 +4,12 @@ import { inTransaction, type Tx } from '../../db/connect.js';
 import type { ApiKeyTable } from '../../db/types.js';
 import type { Caller, SubjectType } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
-import { newId, nowIso } from '../shared/ids.js';
+import { AppError } from '../../errors.js';
+import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
+import { decodeCursor, paginate } from '../shared/cursor.js';
+import { isUuid, newId, nowIso } from '../shared/ids.js';
+import type { Page } from '../shared/schema.js';
+import { placeOfSubject, subjectWithin } from '../tenancy/places.js';
 import { fromJson, toJson } from '../shared/json.js';
 import { sha256 } from '../shared/secrets.js';
 import type { KeyKind } from './verifier.js';
@@ -77,12 +82,6 @@ async function auditKeyEvent(
   }
 }
 
-async function assertSubjectExists(tx: Tx, subjectType: SubjectType, subjectId: string): Promise<void> {
-  const table = subjectType === 'org' ? 'orgs' : subjectType === 'enterprise' ? 'enterprises' : 'partners';
-  const found = await tx.db.selectFrom(table).select('id').where('id', '=', subjectId).executeTakeFirst();
-  if (!found) throw new Error(`No ${subjectType} with id ${subjectId}.`);
-}
-
 async function insertKey(tx: Tx, spec: KeySpec): Promise<{ row: ApiKeyTable; plaintext: string }> {
   const { plaintext, prefix } = mintPlaintext();
   const row: ApiKeyTable = {
@@ -104,31 +103,46 @@ async function insertKey(tx: Tx, spec: KeySpec): Promise<{ row: ApiKeyTable; pla
   return { row, plaintext };
 }
 
+/** Mints an API key for a subject within the caller's; the key is returned once, only its SHA-256 is stored. */
 export async function createApiKey(ctx: AppContext, caller: Caller, spec: KeySpec): Promise<{ id: string; key: string; record: KeyRecord }> {
-  return inTransaction(ctx.db, async (tx) => {
-    await assertSubjectExists(tx, spec.subjectType, spec.subjectId);
-    const { row, plaintext } = await insertKey(tx, spec);
-    await auditKeyEvent(tx, caller, row, 'api_key.created', {
-      subject: { type: spec.subjectType, id: spec.subjectId },
-      permissions: spec.permissions,
-    });
-    return { id: row.id, key: plaintext, record: toKeyRecord(row) };
-  });
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      requireReach(caller, await placeOfSubject(tx.db, spec.subjectType, spec.subjectId));
+      const { row, plaintext } = await insertKey(tx, { ...spec, subjectId: spec.subjectId.toLowerCase() });
+      await auditKeyEvent(tx, caller, row, 'api_key.created', {
+        subject: { type: spec.subjectType, id: spec.subjectId },
+        permissions: spec.permissions,
+      });
+      return { id: row.id, key: plaintext, record: toKeyRecord(row) };
+    },
+    caller.idempotency,
+  );
 }
 
-async function loadKey(tx: Tx, keyId: string): Promise<ApiKeyTable> {
-  const row = await tx.db.selectFrom('api_keys').selectAll().where('id', '=', keyId).executeTakeFirst();
-  if (!row) throw new Error(`No API key with id ${keyId}.`);
+/** The key row, when it exists and its subject lies within the caller's (else 404 / 403). */
+async function loadKey(tx: Pick<Tx, 'db'>, caller: Caller, keyId: string): Promise<ApiKeyTable> {
+  const row = isUuid(keyId) ? await tx.db.selectFrom('api_keys').selectAll().where('id', '=', keyId.toLowerCase()).executeTakeFirst() : undefined;
+  if (!row) throw new AppError('not_found', `No API key ${keyId}.`);
+  requireReach(caller, await placeOfSubject(tx.db, row.subject_type as SubjectType, row.subject_id));
   return row;
 }
 
+export async function getApiKey(ctx: AppContext, caller: Caller, keyId: string): Promise<KeyRecord> {
+  return toKeyRecord(await loadKey(ctx.db, caller, keyId));
+}
+
 export async function revokeApiKey(ctx: AppContext, caller: Caller, keyId: string): Promise<KeyRecord> {
-  return inTransaction(ctx.db, async (tx) => {
-    const row = await loadKey(tx, keyId);
-    await tx.db.updateTable('api_keys').set({ status: 'inactive' }).where('id', '=', keyId).execute();
-    await auditKeyEvent(tx, caller, row, 'api_key.revoked', {});
-    return toKeyRecord({ ...row, status: 'inactive' });
-  });
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const row = await loadKey(tx, caller, keyId);
+      await tx.db.updateTable('api_keys').set({ status: 'inactive' }).where('id', '=', row.id).execute();
+      await auditKeyEvent(tx, caller, row, 'api_key.revoked', {});
+      return toKeyRecord({ ...row, status: 'inactive' });
+    },
+    caller.idempotency,
+  );
 }
 
 /** Mints a successor with the same grants; the old key keeps working until the grace expiry. */
@@ -137,29 +151,46 @@ export async function rotateApiKey(
   caller: Caller,
   keyId: string,
   graceMs = ROTATION_GRACE_MS,
-): Promise<{ id: string; key: string; previousKeyExpiresAt: string }> {
-  return inTransaction(ctx.db, async (tx) => {
-    const old = await loadKey(tx, keyId);
-    if (old.status !== 'active') throw new Error(`API key ${keyId} is inactive and cannot be rotated.`);
-    const { row, plaintext } = await insertKey(tx, {
-      name: old.name,
-      subjectType: old.subject_type as SubjectType,
-      subjectId: old.subject_id,
-      permissions: old.permissions.split(',') as ('read' | 'write')[],
-      allowedOrgIds: fromJson<string[]>(old.allowed_org_ids),
-      activeUntil: old.active_until,
-    });
-    const graceEnd = new Date(Date.now() + graceMs).toISOString();
-    const expiresAt = old.active_until !== null && old.active_until < graceEnd ? old.active_until : graceEnd;
-    await tx.db.updateTable('api_keys').set({ active_until: expiresAt, rotated_to: row.id }).where('id', '=', keyId).execute();
-    await auditKeyEvent(tx, caller, old, 'api_key.rotated', { successorKeyId: row.id, previousKeyExpiresAt: expiresAt });
-    return { id: row.id, key: plaintext, previousKeyExpiresAt: expiresAt };
-  });
+): Promise<{ id: string; key: string; previousKeyExpiresAt: string; record: KeyRecord }> {
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const old = await loadKey(tx, caller, keyId);
+      if (old.status !== 'active') throw new AppError('conflict', `API key ${keyId} is inactive and cannot be rotated.`);
+      const { row, plaintext } = await insertKey(tx, {
+        name: old.name,
+        subjectType: old.subject_type as SubjectType,
+        subjectId: old.subject_id,
+        permissions: old.permissions.split(',') as ('read' | 'write')[],
+        allowedOrgIds: fromJson<string[]>(old.allowed_org_ids),
+        activeUntil: old.active_until,
+      });
+      const graceEnd = new Date(Date.now() + graceMs).toISOString();
+      const expiresAt = old.active_until !== null && old.active_until < graceEnd ? old.active_until : graceEnd;
+      await tx.db.updateTable('api_keys').set({ active_until: expiresAt, rotated_to: row.id }).where('id', '=', old.id).execute();
+      await auditKeyEvent(tx, caller, old, 'api_key.rotated', { successorKeyId: row.id, previousKeyExpiresAt: expiresAt });
+      return { id: row.id, key: plaintext, previousKeyExpiresAt: expiresAt, record: toKeyRecord(row) };
+    },
+    caller.idempotency,
+  );
 }
 
-export async function listApiKeys(ctx: AppContext): Promise<KeyRecord[]> {
-  const rows = await ctx.db.db.selectFrom('api_keys').selectAll().orderBy('created_at').execute();
-  return rows.map(toKeyRecord);
+/** API keys whose subject lies within the caller's, oldest first (never their secrets). */
+export async function listApiKeys(ctx: AppContext, caller: Caller, params: { cursor?: string; limit: number }): Promise<Page<KeyRecord>> {
+  let query = ctx.db.db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where(subjectWithin(adminSubjectOf(caller)));
+  if (params.cursor) {
+    const [createdAt, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
+    query = query.where((eb) => eb.or([eb('created_at', '>', createdAt!), eb.and([eb('created_at', '=', createdAt!), eb('id', '>', id!)])]));
+  }
+  const rows = await query
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(params.limit + 1)
+    .execute();
+  return paginate(rows, params.limit, toKeyRecord, (r) => [r.created_at, r.id]);
 }
 
 /** API keys as bearer credentials: see CachedKeyVerifier. */

@@ -64,7 +64,8 @@ export async function listPartners(ctx: AppContext, caller: Caller, params: Page
   if (subject.type === 'enterprise') return { items: [], nextCursor: null };
   let query = ctx.db.db.selectFrom('partners').selectAll();
   if (subject.type === 'partner') query = query.where('id', '=', subject.id);
-  const rows = await query.where(afterName(params.cursor))
+  const rows = await query
+    .where(afterName(params.cursor))
     .orderBy('name')
     .orderBy('id')
     .limit(params.limit + 1)
@@ -94,7 +95,8 @@ export async function listEnterprises(ctx: AppContext, caller: Caller, partnerId
   if (subject.type !== 'enterprise') requireReach(caller, place);
   let query = ctx.db.db.selectFrom('enterprises').selectAll().where('partner_id', '=', place.partnerId);
   if (subject.type === 'enterprise') query = query.where('id', '=', subject.id);
-  const rows = await query.where(afterName(params.cursor))
+  const rows = await query
+    .where(afterName(params.cursor))
     .orderBy('name')
     .orderBy('id')
     .limit(params.limit + 1)
@@ -130,7 +132,8 @@ export async function createOrg(ctx: AppContext, caller: Caller, enterpriseId: s
 export async function listOrgs(ctx: AppContext, caller: Caller, enterpriseId: string, params: PageParams): Promise<Page<OrgRecord>> {
   requireReach(caller, await placeOfEnterprise(ctx.db.db, enterpriseId));
   const query = ctx.db.db.selectFrom('orgs').select(['id', 'enterprise_id', 'name', 'created_at']).where('enterprise_id', '=', enterpriseId.toLowerCase());
-  const rows = await query.where(afterName(params.cursor))
+  const rows = await query
+    .where(afterName(params.cursor))
     .orderBy('name')
     .orderBy('id')
     .limit(params.limit + 1)

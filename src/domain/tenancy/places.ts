@@ -1,7 +1,8 @@
-import type { Kysely } from 'kysely';
+import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
 import type { Database } from '../../db/types.js';
 import { AppError } from '../../errors.js';
 import type { Place } from '../access/admin-scope.js';
+import type { AdminSubject } from '../access/principal.js';
 import { isUuid } from '../shared/ids.js';
 
 /**
@@ -36,4 +37,19 @@ export function placeOfSubject(db: Kysely<Database>, type: 'partner' | 'enterpri
   if (type === 'partner') return placeOfPartner(db, id);
   if (type === 'enterprise') return placeOfEnterprise(db, id);
   return placeOfOrg(db, id);
+}
+
+/**
+ * A condition on a table's (subject_type, subject_id) columns: the subject lies within an admin
+ * subject (API keys and webhooks of a partner's tree, or of one enterprise and its orgs).
+ */
+export function subjectWithin(subject: AdminSubject): Expression<SqlBool> {
+  if (subject.type === 'instance') return sql<SqlBool>`1 = 1`;
+  if (subject.type === 'partner') {
+    return sql<SqlBool>`((subject_type = 'partner' and subject_id = ${subject.id})
+      or (subject_type = 'enterprise' and subject_id in (select id from enterprises where partner_id = ${subject.id}))
+      or (subject_type = 'org' and subject_id in (select id from orgs where partner_id = ${subject.id})))`;
+  }
+  return sql<SqlBool>`((subject_type = 'enterprise' and subject_id = ${subject.id})
+    or (subject_type = 'org' and subject_id in (select id from orgs where enterprise_id = ${subject.id})))`;
 }

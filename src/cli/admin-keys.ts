@@ -35,7 +35,10 @@ export const keyCommands: Record<string, CliCommand> = {
     usage: '--name N --subject instance|partner:ID|enterprise:ID   (an admin key for the admin API; shown once)',
     options: { name: { type: 'string' }, subject: { type: 'string' } },
     run: async ({ ctx, values }) => {
-      const created = await createAdminKey(ctx, operatorCaller(), { name: requireOption(values, 'name'), subject: parseAdminSubject(requireOption(values, 'subject')) });
+      const created = await createAdminKey(ctx, operatorCaller(), {
+        name: requireOption(values, 'name'),
+        subject: parseAdminSubject(requireOption(values, 'subject')),
+      });
       return { id: created.adminKeyId, key: created.key };
     },
   },

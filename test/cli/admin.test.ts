@@ -156,15 +156,33 @@ describe('admin CLI', () => {
   it('provisions a demo org with a working key', async () => {
     const demo = await cli('admin', 'demo');
     assert.equal(demo.code, 0, demo.stderr);
-    for (const field of ['partnerId', 'enterpriseId', 'orgId', 'keyId', 'key']) assert.ok(demo.json[field], field);
+    for (const field of ['partnerId', 'enterpriseId', 'orgId', 'keyId', 'key', 'adminKeyId', 'adminKey']) assert.ok(demo.json[field], field);
     const server: TestServer = await startTestServer({ DATABASE_URL: database.url });
     try {
       const api = client(server.base, demo.json.key);
       const categories = await api.get(`/orgs/${demo.json.orgId}/emergencies/categories`);
       assert.ok(categories.body.items.length >= 5);
       assert.equal((await api.post(`/orgs/${demo.json.orgId}/emergencies`, { categoryName: 'Fire' })).status, 201);
+      // The demo's admin key works on the admin API and sees the demo org.
+      const admin = client(`${server.url}/api/admin/v1`, demo.json.adminKey);
+      assert.equal((await admin.get(`/orgs/${demo.json.orgId}`)).body.name, 'Demo Org');
     } finally {
       await server.stop();
     }
+  });
+
+  it('mints admin keys scoped to the instance, a partner or an enterprise, lists and revokes them', async () => {
+    const scoped = await cli('admin', 'admin-key', 'create', '--name', 'district ops', '--subject', `enterprise:${ids.enterprise}`);
+    assert.equal(scoped.code, 0, scoped.stderr);
+    assert.match(scoped.json.key, /^enk_adm_[0-9a-f]{72}$/);
+    const instance = await cli('admin', 'admin-key', 'create', '--name', 'root', '--subject', 'instance');
+    assert.equal(instance.code, 0, instance.stderr);
+    const bad = await cli('admin', 'admin-key', 'create', '--name', 'x', '--subject', 'org:nope');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /instance, partner:ID or enterprise:ID/);
+    const listed = await cli('admin', 'admin-key', 'list');
+    assert.ok(listed.json.items.some((k: { adminKeyId: string; key?: string }) => k.adminKeyId === scoped.json.id && k.key === undefined));
+    const revoked = await cli('admin', 'admin-key', 'revoke', scoped.json.id);
+    assert.deepEqual(revoked.json, { id: scoped.json.id, status: 'inactive' });
   });
 });

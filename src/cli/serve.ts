@@ -26,6 +26,7 @@ export const serveCommands: Record<string, CliCommand> = {
             `emergency-api is listening on ${server.url} (database ${ctx.db.describe})`,
             `  demo org id : ${demo.orgId}`,
             `  demo API key: ${demo.key}   (shown once)`,
+            `  admin key   : ${demo.adminKey}   (shown once; the admin API at ${server.url}/api/admin/v1)`,
             '',
             'Declare an emergency:',
             `  curl -s -X POST ${base}/orgs/${demo.orgId}/emergencies \\`,

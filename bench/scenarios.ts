@@ -303,4 +303,33 @@ export const scenarios: Scenario[] = [
       ];
     },
   },
+  {
+    id: 'admin-devices',
+    file: 'bench/admin-devices.ts',
+    output: 'bench-json',
+    env: (o) => ({ BENCH_DEVICES: o.quick ? '200' : '1000' }),
+    timeoutSeconds: (o) => (o.quick ? 240 : 900),
+    rows(raw) {
+      const [fleet, singles, viaCli] = raw.rows as { path: string; devices: number; seconds: number; perSecond: number }[];
+      return [
+        { metric: `${raw.devices} devices through the admin API, one request`, value: fleet!.perSecond, unit: 'devices/s', note: `${fleet!.seconds} s` },
+        {
+          metric: `${raw.devices} devices through the admin API, one request each`,
+          value: singles!.perSecond,
+          unit: 'devices/s',
+          baseline: fleet!.perSecond,
+          baselineLabel: 'one request',
+          note: `${singles!.seconds} s`,
+        },
+        {
+          metric: `${raw.devices} devices through the admin CLI, one process each`,
+          value: viaCli!.perSecond,
+          unit: 'devices/s',
+          baseline: fleet!.perSecond,
+          baselineLabel: 'one request',
+          note: `${viaCli!.seconds} s`,
+        },
+      ];
+    },
+  },
 ];

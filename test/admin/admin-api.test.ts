@@ -39,6 +39,7 @@ describe('admin API', () => {
     const enterprise = await root.post(`/partners/${partner.body.partnerId}/enterprises`, { name: 'North District' });
     assert.equal(enterprise.status, 201);
     assert.equal(enterprise.body.partnerId, partner.body.partnerId);
+    assert.deepEqual((await root.get(`/partners/${partner.body.partnerId}/enterprises`)).body, { items: [enterprise.body], nextCursor: null });
     const org = await root.post(`/enterprises/${enterprise.body.enterpriseId}/orgs`, { name: 'Lincoln High' });
     assert.equal(org.status, 201);
     assert.equal(org.body.enterpriseId, enterprise.body.enterpriseId);

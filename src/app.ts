@@ -162,57 +162,50 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       .send({ detail: { error: 'unavailable', message } });
   });
 
-  await app.register(
-    async (v1) => {
-      v1.withTypeProvider<ZodTypeProvider>().get(
-        '/openapi.json',
-        {
-          schema: {
-            operationId: 'getOpenApiDocument',
-            tags: ['meta'],
-            summary: 'This OpenAPI 3.1 description of the public API (no authentication).',
-            security: [],
-            response: { 200: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }).describe('The OpenAPI 3.1 document.') },
-          },
-        },
-        async () => publicDocument(app.swagger() as unknown as OpenApiDocument),
-      );
-      await v1.register(async (authed) => {
-        authed.addHook('onRequest', requireKey(gate, PUBLIC_API_KEYS));
-        authed.addHook('preHandler', idempotencyHook(ctx.db));
-        await authed.register(emergencyRoutes(ctx));
-        await authed.register(directoryRoutes(ctx));
-        await authed.register(feedRoutes(ctx));
-        await authed.register(messageRoutes(ctx));
-      });
+  // Each API: its OpenAPI document (no authentication), then its routes behind its keys and Idempotency-Key.
+  const surfaces = [
+    {
+      prefix: API_PREFIX,
+      name: 'public',
+      keys: PUBLIC_API_KEYS,
+      document: publicDocument,
+      routes: [emergencyRoutes, directoryRoutes, feedRoutes, messageRoutes],
     },
-    { prefix: API_PREFIX },
-  );
-  await app.register(
-    async (admin) => {
-      admin.withTypeProvider<ZodTypeProvider>().get(
-        '/openapi.json',
-        {
-          schema: {
-            operationId: 'getAdminOpenApiDocument',
-            tags: ['meta'],
-            summary: 'This OpenAPI 3.1 description of the admin API (no authentication).',
-            security: [],
-            response: { 200: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }).describe('The OpenAPI 3.1 document.') },
-          },
-        },
-        async () => adminDocument(app.swagger() as unknown as OpenApiDocument),
-      );
-      await admin.register(async (authed) => {
-        authed.addHook('onRequest', requireKey(gate, ADMIN_KEYS));
-        authed.addHook('preHandler', idempotencyHook(ctx.db));
-        await authed.register(tenancyAdminRoutes(ctx));
-        await authed.register(credentialAdminRoutes(ctx));
-        await authed.register(deliveryAdminRoutes(ctx));
-      });
+    {
+      prefix: ADMIN_PREFIX,
+      name: 'admin',
+      keys: ADMIN_KEYS,
+      document: adminDocument,
+      routes: [tenancyAdminRoutes, credentialAdminRoutes, deliveryAdminRoutes],
     },
-    { prefix: ADMIN_PREFIX },
-  );
+  ];
+  for (const surface of surfaces) {
+    await app.register(
+      async (api) => {
+        api.withTypeProvider<ZodTypeProvider>().get(
+          '/openapi.json',
+          {
+            schema: {
+              operationId: surface.name === 'public' ? 'getOpenApiDocument' : 'getAdminOpenApiDocument',
+              tags: ['meta'],
+              summary: `This OpenAPI 3.1 description of the ${surface.name} API (no authentication).`,
+              security: [],
+              response: {
+                200: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }).describe('The OpenAPI 3.1 document.'),
+              },
+            },
+          },
+          async () => surface.document(app.swagger() as unknown as OpenApiDocument),
+        );
+        await api.register(async (authed) => {
+          authed.addHook('onRequest', requireKey(gate, surface.keys));
+          authed.addHook('preHandler', idempotencyHook(ctx.db));
+          for (const routes of surface.routes) await authed.register(routes(ctx));
+        });
+      },
+      { prefix: surface.prefix },
+    );
+  }
   await app.register(mcpRoutes(ctx, gate));
 
   return app;

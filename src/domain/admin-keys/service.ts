@@ -6,7 +6,7 @@ import type { AdminKeyTable } from '../../db/types.js';
 import { AppError } from '../../errors.js';
 import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
 import type { AdminSubject, Caller } from '../access/principal.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { BY_CREATION, keysetPage } from '../shared/cursor.js';
 import { newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { sha256 } from '../shared/secrets.js';
@@ -106,16 +106,7 @@ export async function listAdminKeys(ctx: AppContext, caller: Caller, params: { c
   } else if (subject.type === 'enterprise') {
     query = query.where('subject_type', '=', 'enterprise').where('subject_id', '=', subject.id);
   }
-  if (params.cursor) {
-    const [createdAt, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
-    query = query.where((eb) => eb.or([eb('created_at', '>', createdAt!), eb.and([eb('created_at', '=', createdAt!), eb('id', '>', id!)])]));
-  }
-  const rows = await query
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(params.limit + 1)
-    .execute();
-  return paginate(rows, params.limit, toAdminKeyRecord, (r) => [r.created_at, r.id]);
+  return keysetPage(query, BY_CREATION, params, toAdminKeyRecord);
 }
 
 /** Revokes an admin key within the caller's subject; it stops authenticating within seconds. Idempotent. */

@@ -4,7 +4,7 @@ import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { emergencyNotFound } from '../emergencies/not-found.js';
 import { findOrgScope } from '../orgs/scope.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { keysetPage } from '../shared/cursor.js';
 import type { Page } from '../shared/schema.js';
 import { isUuid } from '../shared/ids.js';
 import { activeSubscriptionsInTree, subscriptionWants } from '../webhooks/repo.js';
@@ -34,35 +34,21 @@ export async function listOrgDevices(
   params: { cursor?: string; limit: number },
 ): Promise<Page<DeviceReceiptItem>> {
   const org = await authorize(ctx, caller, orgId, 'read');
-  let query = ctx.db.db.selectFrom('devices').select(DEVICE_COLUMNS).where('org_id', '=', org.id);
-  if (params.cursor) {
-    const [name, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
-    query = query.where((eb) => eb.or([eb('name', '>', name!), eb.and([eb('name', '=', name!), eb('id', '>', id!)])]));
-  }
-  const rows = await query
-    .orderBy('name')
-    .orderBy('id')
-    .limit(params.limit + 1)
-    .execute();
   const newest = await ctx.db.db.selectFrom('orgs').select('event_offset').where('id', '=', org.id).executeTakeFirstOrThrow();
   const lastOffset = Number(newest.event_offset);
   const now = Date.now();
-  return paginate(
-    rows,
-    params.limit,
-    (row) => ({
-      deviceId: row.id,
-      name: row.name,
-      status: row.status === 'revoked' ? ('revoked' as const) : ('active' as const),
-      online: online(row, now),
-      connectedAt: row.connected_at,
-      lastSeenAt: row.last_seen_at,
-      ackedOffset: Number(row.acked_offset),
-      ackedAt: row.acked_at,
-      lag: Math.max(0, lastOffset - Number(row.acked_offset)),
-    }),
-    (row) => [row.name, row.id],
-  );
+  const query = ctx.db.db.selectFrom('devices').select(DEVICE_COLUMNS).where('org_id', '=', org.id);
+  return keysetPage(query, { sort: 'name', keyOf: (row) => [row.name, row.id] }, params, (row) => ({
+    deviceId: row.id,
+    name: row.name,
+    status: row.status === 'revoked' ? ('revoked' as const) : ('active' as const),
+    online: online(row, now),
+    connectedAt: row.connected_at,
+    lastSeenAt: row.last_seen_at,
+    ackedOffset: Number(row.acked_offset),
+    ackedAt: row.acked_at,
+    lag: Math.max(0, lastOffset - Number(row.acked_offset)),
+  }));
 }
 
 interface EventRow {

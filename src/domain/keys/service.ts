@@ -6,7 +6,7 @@ import type { Caller, SubjectType } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { AppError } from '../../errors.js';
 import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { BY_CREATION, keysetPage } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { placeOfSubject, subjectWithin } from '../tenancy/places.js';
@@ -177,20 +177,11 @@ export async function rotateApiKey(
 
 /** API keys whose subject lies within the caller's, oldest first (never their secrets). */
 export async function listApiKeys(ctx: AppContext, caller: Caller, params: { cursor?: string; limit: number }): Promise<Page<KeyRecord>> {
-  let query = ctx.db.db
+  const query = ctx.db.db
     .selectFrom('api_keys')
     .selectAll()
     .where(subjectWithin(adminSubjectOf(caller)));
-  if (params.cursor) {
-    const [createdAt, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
-    query = query.where((eb) => eb.or([eb('created_at', '>', createdAt!), eb.and([eb('created_at', '=', createdAt!), eb('id', '>', id!)])]));
-  }
-  const rows = await query
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(params.limit + 1)
-    .execute();
-  return paginate(rows, params.limit, toKeyRecord, (r) => [r.created_at, r.id]);
+  return keysetPage(query, BY_CREATION, params, toKeyRecord);
 }
 
 /** API keys as bearer credentials: see CachedKeyVerifier. */

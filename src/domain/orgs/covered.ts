@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import type { Caller } from '../access/principal.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { keysetPage } from '../shared/cursor.js';
 import { type Page, pageOf, uuid } from '../shared/schema.js';
 
 export const coveredOrg = z
@@ -31,26 +31,12 @@ export async function listCoveredOrgs(ctx: AppContext, caller: Caller, params: {
       query = query.where('o.id', 'in', principal.allowedOrgIds);
     }
   }
-  if (params.cursor) {
-    const [name, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
-    query = query.where((eb) => eb.or([eb('o.name', '>', name!), eb.and([eb('o.name', '=', name!), eb('o.id', '>', id!)])]));
-  }
-  const rows = await query
-    .orderBy('o.name')
-    .orderBy('o.id')
-    .limit(params.limit + 1)
-    .execute();
-  return paginate(
-    rows,
-    params.limit,
-    (r) => ({
-      orgId: r.id,
-      name: r.name,
-      enterpriseId: r.enterprise_id,
-      enterpriseName: r.enterprise_name,
-      partnerId: r.partner_id,
-      partnerName: r.partner_name,
-    }),
-    (r) => [r.name, r.id],
-  );
+  return keysetPage(query, { sort: 'o.name', id: 'o.id', keyOf: (r) => [r.name, r.id] }, params, (r) => ({
+    orgId: r.id,
+    name: r.name,
+    enterpriseId: r.enterprise_id,
+    enterpriseName: r.enterprise_name,
+    partnerId: r.partner_id,
+    partnerName: r.partner_name,
+  }));
 }

@@ -1,4 +1,3 @@
-import { type Expression, type SqlBool, sql } from 'kysely';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { inTransaction } from '../../db/connect.js';
@@ -6,7 +5,7 @@ import type { EnterpriseTable, OrgTable, PartnerTable } from '../../db/types.js'
 import { adminSubjectOf, requireInstance, requireReach } from '../access/admin-scope.js';
 import type { Caller } from '../access/principal.js';
 import { insertCategory, UNCATEGORIZED } from '../categories/service.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { keysetPage } from '../shared/cursor.js';
 import { newId, nowIso } from '../shared/ids.js';
 import { type Page, pageOf, timestamp, uuid } from '../shared/schema.js';
 import { placeOfEnterprise, placeOfOrg, placeOfPartner } from '../tenancy/places.js';
@@ -36,12 +35,8 @@ const toOrg = (r: Pick<OrgTable, 'id' | 'enterprise_id' | 'name' | 'created_at'>
 
 type PageParams = { cursor?: string; limit: number };
 
-/** Keyset by (name, id), the order of every tenancy list: rows after the cursor's (true without one). */
-function afterName(cursor: string | undefined): Expression<SqlBool> {
-  if (!cursor) return sql<SqlBool>`1 = 1`;
-  const [name, id] = decodeCursor(cursor, ['string', 'string']) as string[];
-  return sql<SqlBool>`(name > ${name} or (name = ${name} and id > ${id}))`;
-}
+/** Every tenancy list is ordered by name, then id. */
+const BY_NAME = { sort: 'name', keyOf: (r: { name: string; id: string }): [string, string] => [r.name, r.id] };
 
 /** Only keys of the whole instance create partners. */
 export async function createPartner(ctx: AppContext, caller: Caller, raw: unknown): Promise<PartnerRecord> {
@@ -64,13 +59,7 @@ export async function listPartners(ctx: AppContext, caller: Caller, params: Page
   if (subject.type === 'enterprise') return { items: [], nextCursor: null };
   let query = ctx.db.db.selectFrom('partners').selectAll();
   if (subject.type === 'partner') query = query.where('id', '=', subject.id);
-  const rows = await query
-    .where(afterName(params.cursor))
-    .orderBy('name')
-    .orderBy('id')
-    .limit(params.limit + 1)
-    .execute();
-  return paginate(rows, params.limit, toPartner, (r) => [r.name, r.id]);
+  return keysetPage(query, BY_NAME, params, toPartner);
 }
 
 export async function createEnterprise(ctx: AppContext, caller: Caller, partnerId: string, raw: unknown): Promise<EnterpriseRecord> {
@@ -95,13 +84,7 @@ export async function listEnterprises(ctx: AppContext, caller: Caller, partnerId
   if (subject.type !== 'enterprise') requireReach(caller, place);
   let query = ctx.db.db.selectFrom('enterprises').selectAll().where('partner_id', '=', place.partnerId);
   if (subject.type === 'enterprise') query = query.where('id', '=', subject.id);
-  const rows = await query
-    .where(afterName(params.cursor))
-    .orderBy('name')
-    .orderBy('id')
-    .limit(params.limit + 1)
-    .execute();
-  return paginate(rows, params.limit, toEnterprise, (r) => [r.name, r.id]);
+  return keysetPage(query, BY_NAME, params, toEnterprise);
 }
 
 /** Creates an organization together with its system category Uncategorized. */
@@ -132,13 +115,7 @@ export async function createOrg(ctx: AppContext, caller: Caller, enterpriseId: s
 export async function listOrgs(ctx: AppContext, caller: Caller, enterpriseId: string, params: PageParams): Promise<Page<OrgRecord>> {
   requireReach(caller, await placeOfEnterprise(ctx.db.db, enterpriseId));
   const query = ctx.db.db.selectFrom('orgs').select(['id', 'enterprise_id', 'name', 'created_at']).where('enterprise_id', '=', enterpriseId.toLowerCase());
-  const rows = await query
-    .where(afterName(params.cursor))
-    .orderBy('name')
-    .orderBy('id')
-    .limit(params.limit + 1)
-    .execute();
-  return paginate(rows, params.limit, toOrg, (r) => [r.name, r.id]);
+  return keysetPage(query, BY_NAME, params, toOrg);
 }
 
 export async function getOrg(ctx: AppContext, caller: Caller, orgId: string): Promise<OrgRecord> {

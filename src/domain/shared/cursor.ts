@@ -1,4 +1,7 @@
+import { type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import type { Database } from '../../db/types.js';
 import { fieldError } from '../../errors.js';
+import type { Page } from './schema.js';
 
 /**
  * Keyset cursors: the sort key of the last row of a page, as base64url JSON. Opaque to callers;
@@ -35,3 +38,32 @@ export function paginate<R, T>(rows: R[], limit: number, toItem: (row: R) => T, 
     nextCursor: hasMore ? encodeCursor(keyOf(pageRows[pageRows.length - 1]!)) : null,
   };
 }
+
+/**
+ * One page of a list ordered by a sort column then id, both ascending: rows after the cursor's pair,
+ * one more than the page fetched to know whether another exists. `sort` and `id` name the columns as
+ * the query sees them (qualified in a join); `keyOf` reads them back from a row for the next cursor.
+ */
+export async function keysetPage<DB extends Database, TB extends keyof DB, O, T>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  order: { sort: string; id?: string; keyOf: (row: O) => [string, string] },
+  params: { cursor?: string; limit: number },
+  toItem: (row: O) => T,
+): Promise<Page<T>> {
+  const sort = sql.ref(order.sort);
+  const id = sql.ref(order.id ?? 'id');
+  let q = query;
+  if (params.cursor) {
+    const [value, lastId] = decodeCursor(params.cursor, ['string', 'string']) as string[];
+    q = q.where(sql<SqlBool>`(${sort} > ${value} or (${sort} = ${value} and ${id} > ${lastId}))`);
+  }
+  const rows = await q
+    .orderBy(sort)
+    .orderBy(id)
+    .limit(params.limit + 1)
+    .execute();
+  return paginate(rows as O[], params.limit, toItem, order.keyOf);
+}
+
+/** Lists of credentials and subscriptions: oldest first. */
+export const BY_CREATION = { sort: 'created_at', keyOf: (r: { created_at: string; id: string }): [string, string] => [r.created_at, r.id] };

@@ -5,7 +5,7 @@ import type { Caller } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { AppError } from '../../errors.js';
 import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { BY_CREATION, decodeCursor, keysetPage, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { placeOfSubject, subjectWithin } from '../tenancy/places.js';
@@ -137,20 +137,11 @@ export async function updateSubscription(
 
 /** Subscriptions whose subject lies within the caller's, oldest first (never their secrets). */
 export async function listSubscriptions(ctx: AppContext, caller: Caller, params: { cursor?: string; limit: number }): Promise<Page<SubscriptionRecord>> {
-  let query = ctx.db.db
+  const query = ctx.db.db
     .selectFrom('webhook_subscriptions')
     .selectAll()
     .where(subjectWithin(adminSubjectOf(caller)));
-  if (params.cursor) {
-    const [createdAt, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
-    query = query.where((eb) => eb.or([eb('created_at', '>', createdAt!), eb.and([eb('created_at', '=', createdAt!), eb('id', '>', id!)])]));
-  }
-  const rows = await query
-    .orderBy('created_at')
-    .orderBy('id')
-    .limit(params.limit + 1)
-    .execute();
-  return paginate(rows, params.limit, toSubscriptionRecord, (r) => [r.created_at, r.id]);
+  return keysetPage(query, BY_CREATION, params, toSubscriptionRecord);
 }
 
 export async function getSubscription(ctx: AppContext, caller: Caller, id: string): Promise<SubscriptionRecord> {

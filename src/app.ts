@@ -17,6 +17,8 @@ import { credentialAdminRoutes } from './http/routes/admin/credentials.js';
 import { deliveryAdminRoutes } from './http/routes/admin/delivery.js';
 import { tenancyAdminRoutes } from './http/routes/admin/tenancy.js';
 import { idempotencyHook } from './edge/idempotency.js';
+import { AppError } from './errors.js';
+import { errorResponse } from './http/error-schemas.js';
 import { installErrorHandling } from './http/errors-plugin.js';
 import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.js';
 import { directoryRoutes } from './http/routes/directory.js';
@@ -32,6 +34,16 @@ import { Metrics } from './observability/metrics.js';
 import { OutageLog } from './observability/outage-log.js';
 
 export const API_PREFIX = '/api/public/v1';
+
+/** Whether an Accept header admits JSON (absent, `*\/*`, `application/*` or `application/json`). */
+function acceptsJson(accept: string | undefined): boolean {
+  if (!accept) return true;
+  return accept.split(',').some((part) => {
+    const [type, ...params] = part.trim().toLowerCase().split(';');
+    const refused = params.some((p) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(p));
+    return !refused && (type === '*/*' || type === 'application/*' || type === 'application/json');
+  });
+}
 export const ADMIN_PREFIX = '/api/admin/v1';
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** /readyz answers within this time whatever the database does. */
@@ -192,10 +204,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
               security: [],
               response: {
                 200: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }).describe('The OpenAPI 3.1 document.'),
+                406: errorResponse.describe('not_acceptable: the Accept header excludes application/json.'),
               },
             },
           },
-          async () => surface.document(app.swagger() as unknown as OpenApiDocument),
+          async (request) => {
+            if (!acceptsJson(request.headers.accept)) throw new AppError('not_acceptable', 'This document is served as application/json only.');
+            return surface.document(app.swagger() as unknown as OpenApiDocument);
+          },
         );
         await api.register(async (authed) => {
           authed.addHook('onRequest', requireKey(gate, surface.keys));

@@ -11,6 +11,7 @@ export const errorStatus = {
   not_found: 404,
   emergency_not_found: 404,
   method_not_allowed: 405,
+  not_acceptable: 406,
   request_timeout: 408,
   external_id_conflict: 409,
   idempotency_key_in_use: 409,

@@ -1,0 +1,128 @@
+import { EVENT_TYPES } from '../domain/events/schema.js';
+
+/**
+ * What the service sends rather than answers: webhook deliveries (OpenAPI 3.1 `webhooks`) and the
+ * device stream's frames, for the public document. The envelope is the EventEnvelope component, the
+ * same one the event feed returns.
+ */
+
+type Json = Record<string, any>;
+
+const ENVELOPE = { $ref: '#/components/schemas/EventEnvelope' };
+
+const WEBHOOK_HEADERS: Json = {
+  'webhook-id': { description: 'The eventId: the same for every attempt of one event (deduplicate on it).', required: true, schema: { type: 'string' } },
+  'webhook-timestamp': { description: 'Unix seconds when this attempt was signed.', required: true, schema: { type: 'string' } },
+  'webhook-signature': {
+    description: 'Standard Webhooks signature(s), `v1,<base64 HMAC-SHA256>` space-separated (two during a secret rotation).',
+    required: true,
+    schema: { type: 'string' },
+  },
+};
+
+const WHAT: Record<string, string> = {
+  'emergency.declared': 'An emergency was declared.',
+  'emergency.categorized': 'An emergency was moved to another category.',
+  'emergency.resolved': 'An emergency was resolved.',
+};
+
+export function describeWebhooks(components: Json): Json {
+  components.schemas ??= {};
+  const webhooks: Json = {};
+  for (const type of EVENT_TYPES) {
+    webhooks[type] = {
+      post: {
+        operationId: `webhook_${type.replace('.', '_')}`,
+        summary: `${type}: ${WHAT[type]}`,
+        description:
+          `${WHAT[type]} POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; ` +
+          '`data` is the Emergency after the change. Answer 2xx within the timeout; anything else is retried on the retry schedule.',
+        tags: ['webhooks'],
+        security: [],
+        parameters: Object.entries(WEBHOOK_HEADERS).map(([name, h]) => ({ in: 'header', name, ...h })),
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: ENVELOPE,
+              example: {
+                eventId: '0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d',
+                eventType: type,
+                apiVersion: '1.0.0',
+                createdAt: '2026-11-21T17:44:29.123Z',
+                orgId: '0195f3a8-0000-7000-8000-000000000001',
+                emergencyId: '0195f3a8-0000-7000-8000-000000000002',
+                sequence: 1,
+                data: { emergencyId: '0195f3a8-0000-7000-8000-000000000002', status: type.split('.')[1] },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': { description: 'Received (any 2xx).' },
+          '410': { description: 'Gone: the subscription is disabled at once.' },
+          '500': { description: 'Any other answer, or none within the timeout: retried.' },
+        },
+      },
+    };
+  }
+  return webhooks;
+}
+
+/** The WebSocket upgrade of base stations, with its frames as schemas. */
+export function describeDeviceStream(components: Json): Json {
+  components.schemas ??= {};
+  components.securitySchemes = {
+    ...components.securitySchemes,
+    device: { type: 'http', scheme: 'bearer', description: 'A device token: enk_dev_ + 8 hex + 64 hex' },
+  };
+  components.schemas.DeviceEventFrame = {
+    type: 'object',
+    description: 'Server → device: one event, in offset order, no gap, no duplicate.',
+    required: ['type', 'offset', 'event'],
+    properties: { type: { const: 'event' }, offset: { type: 'integer', description: "The org's stream offset: ack it." }, event: ENVELOPE },
+  };
+  components.schemas.DevicePingFrame = {
+    type: 'object',
+    description: 'Server → device, every 25 s.',
+    required: ['type'],
+    properties: { type: { const: 'ping' } },
+  };
+  components.schemas.DeviceAckFrame = {
+    type: 'object',
+    description: 'Device → server: it has every event up to `offset`.',
+    required: ['type', 'offset'],
+    properties: { type: { const: 'ack' }, offset: { type: 'integer' } },
+  };
+  return {
+    'device-stream-frame': {
+      post: {
+        operationId: 'deviceStreamFrame',
+        tags: ['devices'],
+        summary: "A frame of a base station's WebSocket (GET /devices/v1/stream): every event of its organization, live, after a replay.",
+        description:
+          'Not an HTTP request: each message the service writes to a base station connected to `GET /devices/v1/stream` (a WebSocket ' +
+          'upgrade with `Authorization: Bearer enk_dev_...`, optional `?after=<offset>` to replay what was missed, kept at least 7 days). ' +
+          'Frames are JSON text: DeviceEventFrame (in offset order, no gap, no duplicate) and DevicePingFrame (every 25 s). The device ' +
+          'answers with DeviceAckFrame when it has every event up to an offset. Close codes: 4401 revoked (do not reconnect), 4408 silent, ' +
+          '4429 too slow (reconnect with after), 4409 replaced by a newer connection, 1001 going away, 1007 invalid frame.',
+        security: [{ device: [] }],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: { oneOf: [{ $ref: '#/components/schemas/DeviceEventFrame' }, { $ref: '#/components/schemas/DevicePingFrame' }] },
+              example: { type: 'ping' },
+            },
+          },
+        },
+        responses: {
+          '200': {
+            description: 'The device acknowledges (optional, cumulative): it has every event up to `offset`.',
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/DeviceAckFrame' }, example: { type: 'ack', offset: 42 } } },
+          },
+        },
+      },
+    },
+  };
+}

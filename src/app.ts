@@ -18,6 +18,7 @@ import { deliveryAdminRoutes } from './http/routes/admin/delivery.js';
 import { tenancyAdminRoutes } from './http/routes/admin/tenancy.js';
 import { idempotencyHook } from './edge/idempotency.js';
 import { AppError } from './errors.js';
+import { docsPage } from './http/docs-page.js';
 import { errorResponse } from './http/error-schemas.js';
 import { installErrorHandling } from './http/errors-plugin.js';
 import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.js';
@@ -147,6 +148,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
     reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
   );
+  await app.register(docsPage);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     // Bounded: a database that hangs must not hang the probe (the check itself gives up on its own

@@ -1,0 +1,58 @@
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import fastifyStatic from '@fastify/static';
+import type { FastifyPluginAsync } from 'fastify';
+
+/**
+ * `/docs`: an interactive reference of the public and the admin API (Scalar's standalone bundle,
+ * served by this process from its npm package, so it works with no internet: fonts, the proxy and
+ * telemetry are off). "Test request" takes a key in its authentication panel and calls this server.
+ */
+
+// The package exports its modules only; its browser bundle sits beside them in dist/browser.
+const scalarDir = join(dirname(createRequire(import.meta.url).resolve('@scalar/api-reference')), 'browser');
+
+const CONFIG = {
+  sources: [
+    { title: 'Public API', slug: 'public', url: '/api/public/v1/openapi.json' },
+    { title: 'Admin API', slug: 'admin', url: '/api/admin/v1/openapi.json' },
+  ],
+  withDefaultFonts: false,
+  telemetry: false,
+  hideClientButton: false,
+  showDeveloperTools: 'never',
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  authentication: { preferredSecurityScheme: 'bearer' },
+};
+
+const PAGE = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>emergency-api reference</title>
+    <style>body { margin: 0; font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; }</style>
+  </head>
+  <body>
+    <div id="app"></div>
+    <script src="/docs/assets/standalone.js"></script>
+    <script>
+      Scalar.createApiReference('#app', Object.assign(${JSON.stringify(CONFIG)}, { baseServerURL: window.location.origin }));
+    </script>
+  </body>
+</html>
+`;
+
+export const docsPage: FastifyPluginAsync = async (app) => {
+  await app.register(fastifyStatic, {
+    root: scalarDir,
+    prefix: '/docs/assets/',
+    decorateReply: false,
+    allowedPath: (path) => path === '/standalone.js',
+    maxAge: '1h',
+  });
+  const page = async (_req: unknown, reply: import('fastify').FastifyReply) => reply.type('text/html; charset=utf-8').send(PAGE);
+  app.get('/docs', { schema: { hide: true } }, page);
+  for (const alias of ['/redoc', '/reference']) app.get(alias, { schema: { hide: true } }, async (_req, reply) => reply.redirect('/docs', 301));
+};

@@ -18,7 +18,9 @@ import { deliveryAdminRoutes } from './http/routes/admin/delivery.js';
 import { tenancyAdminRoutes } from './http/routes/admin/tenancy.js';
 import { idempotencyHook } from './edge/idempotency.js';
 import { AppError } from './errors.js';
+import fastifyCors from '@fastify/cors';
 import { docsPage } from './http/docs-page.js';
+import { loggerOptions } from './observability/log-format.js';
 import { errorResponse } from './http/error-schemas.js';
 import { installErrorHandling } from './http/errors-plugin.js';
 import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.js';
@@ -75,7 +77,7 @@ export type AppServices = KeyGate;
 /** Builds the HTTP application (REST v1, health); used by `serve` and by every test. */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: ctx.config.LOG_LEVEL === 'silent' ? false : { level: ctx.config.LOG_LEVEL, redact: ['req.headers.authorization', 'req.headers.cookie'] },
+    logger: ctx.config.LOG_LEVEL === 'silent' ? false : loggerOptions(ctx.config),
     bodyLimit: 1024 * 1024,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
@@ -148,6 +150,16 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.get('/metrics', { schema: { hide: true } }, async (_req, reply) =>
     reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics()),
   );
+  if (ctx.config.CORS_ORIGINS.length > 0) {
+    // Browsers on these origins may call the APIs with a key (never cookies); off unless configured.
+    await app.register(fastifyCors, {
+      origin: ctx.config.CORS_ORIGINS.includes('*') ? '*' : ctx.config.CORS_ORIGINS,
+      methods: ['GET', 'POST', 'PATCH', 'DELETE'],
+      allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id', 'Accept'],
+      exposedHeaders: ['X-Request-Id', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'Retry-After', 'Idempotent-Replayed', 'Location'],
+      maxAge: 600,
+    });
+  }
   await app.register(docsPage);
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {

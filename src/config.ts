@@ -56,6 +56,22 @@ const configSchema = z.object({
   /** Failed authentications allowed per client address and second (burst 5×); beyond it 429 and no key lookup. */
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().positive().default(20),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** `auto`: readable lines on a terminal, JSON lines otherwise; `json` or `pretty` to force one. */
+  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+  /** Origins allowed to call the APIs from a browser (comma list, or `*`); empty: no CORS headers at all. */
+  CORS_ORIGINS: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean),
+    )
+    .refine(
+      (origins) => origins.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),
+      'must be * or a comma list of origins like https://console.example.com',
+    ),
 });
 
 export type Config = z.infer<typeof configSchema>;

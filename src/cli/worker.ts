@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import { loggerOptions } from '../observability/log-format.js';
 import { createContext } from '../app.js';
 import { loadConfig } from '../config.js';
 import type { FailureReport } from '../db/connect.js';
@@ -33,7 +34,9 @@ export const workerCommands: Record<string, CliCommand> = {
       const ctx = createContext(config);
       await migrateToLatest(ctx.db);
       // JSON lines on stderr, like the server's own logger (pino).
-      const logger = pino({ name: 'webhook-worker', level: config.LOG_LEVEL }, pino.destination(2));
+      const logOptions = { name: 'webhook-worker', ...loggerOptions(config, process.stderr) };
+      // Logs go to stderr: readable on a terminal, JSON otherwise.
+      const logger = logOptions.transport ? pino(logOptions) : pino(logOptions, pino.destination(2));
       const reportFailure: FailureReport = (err, consequence) => logger.error(describeError(err), consequence);
       ctx.db.reportFailures(reportFailure);
       ctx.dbOutage.attach(logger);

@@ -36,8 +36,9 @@ export async function spawnServer(env: Record<string, string>): Promise<ChildSer
   let url = '';
   const deadline = Date.now() + 30_000;
   while (!url && Date.now() < deadline && child.exitCode === null) {
-    const listening = lines.find((l) => typeof l.msg === 'string' && l.msg.startsWith('Server listening at http://127.0.0.1'));
-    if (listening) url = listening.msg.slice('Server listening at '.length);
+    // A JSON line, or a pretty-printed one (LOG_FORMAT=pretty).
+    const listening = lines.map((l) => /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(typeof l.msg === 'string' ? l.msg : (l.raw ?? ''))).find(Boolean);
+    if (listening) url = listening[1]!;
     else await new Promise((r) => setTimeout(r, 100));
   }
   assert.ok(url, 'server started');

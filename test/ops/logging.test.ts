@@ -59,3 +59,76 @@ describe('structured logs of a running server', () => {
     assert.ok(lines.some((l) => l.msg === 'shutting down'));
   });
 });
+
+describe('log format and CORS', () => {
+  const database = freshDatabaseUrl();
+  let key = '';
+  let orgId = '';
+
+  before(async () => {
+    const ctx = createContext(loadConfig({ DATABASE_URL: database.url, LOG_LEVEL: 'silent' }));
+    await migrateToLatest(ctx.db);
+    const org = await createOrgTree(ctx);
+    ({ key } = await mintKey(ctx, { subjectType: 'org', subjectId: org.orgId }));
+    orgId = org.orgId;
+    await ctx.db.close();
+  });
+  after(() => database.drop());
+
+  it('writes readable lines, not JSON, with LOG_FORMAT=pretty (what a terminal gets by default)', async () => {
+    const server = await spawnServer({ DATABASE_URL: database.url, LOG_FORMAT: 'pretty' });
+    try {
+      const res = await client(`${server.url}/api/public/v1`, key).get(`/orgs/${orgId}/emergencies`, { 'x-request-id': 'pretty-1' });
+      assert.equal(res.status, 200);
+      await new Promise((r) => setTimeout(r, 500));
+      const text = server.lines.map((l) => l.raw).join('\n');
+      assert.match(text, /request completed/);
+      assert.match(text, /reqId.*"pretty-1"/);
+      assert.ok(
+        server.lines.every((l) => l.raw !== undefined),
+        'no JSON line',
+      );
+    } finally {
+      await server.kill();
+    }
+  });
+
+  it('sends no CORS headers unless CORS_ORIGINS names the origin', async () => {
+    const closed = await spawnServer({ DATABASE_URL: database.url });
+    try {
+      const preflight = await fetch(`${closed.url}/api/public/v1/orgs/${orgId}/emergencies`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://console.example.com', 'access-control-request-method': 'POST' },
+      });
+      assert.equal(preflight.headers.get('access-control-allow-origin'), null);
+    } finally {
+      await closed.kill();
+    }
+    const open = await spawnServer({ DATABASE_URL: database.url, CORS_ORIGINS: 'https://console.example.com' });
+    try {
+      const preflight = await fetch(`${open.url}/api/public/v1/orgs/${orgId}/emergencies`, {
+        method: 'OPTIONS',
+        headers: {
+          origin: 'https://console.example.com',
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization,content-type,idempotency-key',
+        },
+      });
+      assert.equal(preflight.status, 204);
+      assert.equal(preflight.headers.get('access-control-allow-origin'), 'https://console.example.com');
+      assert.match(preflight.headers.get('access-control-allow-headers') ?? '', /Idempotency-Key/i);
+      const read = await fetch(`${open.url}/api/public/v1/orgs/${orgId}/emergencies`, {
+        headers: { origin: 'https://console.example.com', authorization: `Bearer ${key}` },
+      });
+      assert.equal(read.status, 200);
+      assert.equal(read.headers.get('access-control-allow-origin'), 'https://console.example.com');
+      assert.match(read.headers.get('access-control-expose-headers') ?? '', /X-Request-Id/);
+      const stranger = await fetch(`${open.url}/api/public/v1/orgs/${orgId}/emergencies`, {
+        headers: { origin: 'https://evil.example', authorization: `Bearer ${key}` },
+      });
+      assert.equal(stranger.headers.get('access-control-allow-origin'), null);
+    } finally {
+      await open.kill();
+    }
+  });
+});

@@ -19,6 +19,7 @@ import { tenancyAdminRoutes } from './http/routes/admin/tenancy.js';
 import { idempotencyHook } from './edge/idempotency.js';
 import { AppError } from './errors.js';
 import fastifyCors from '@fastify/cors';
+import { consolePage } from './http/console-page.js';
 import { docsPage } from './http/docs-page.js';
 import { loggerOptions } from './observability/log-format.js';
 import { errorResponse } from './http/error-schemas.js';
@@ -161,6 +162,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     });
   }
   await app.register(docsPage);
+  await app.register(consolePage());
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: { hide: true } }, async (_req, reply) => {
     // Bounded: a database that hangs must not hang the probe (the check itself gives up on its own

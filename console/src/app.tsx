@@ -1,0 +1,396 @@
+import { createContext, type ComponentChildren } from 'preact';
+import { useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { allPages, ApiError, onUnauthorized, pub } from './api';
+import { ErrorNote, Link, Loading } from './components';
+import { ApiKeysPage } from './pages/api-keys';
+import { AuditPage } from './pages/audit';
+import { BoardPage } from './pages/board';
+import { DevicesPage } from './pages/devices';
+import { EmergencyPage } from './pages/emergency';
+import { OrgPicker } from './pages/org-picker';
+import { SignIn } from './pages/sign-in';
+import { WebhooksPage } from './pages/webhooks';
+import { navigate, parse, paths, type Route, useLocation } from './router';
+import { clearSession, currentKey, type KeyKind, keyKind } from './session';
+import { OrgStream, type StreamState } from './stream';
+import type { EventEnvelope, EventPage, Org, Page } from './types';
+
+export interface Session {
+  key: string;
+  kind: KeyKind;
+  orgs: Org[] | null;
+  setOrgs(orgs: Org[]): void;
+  signOut(message?: string): void;
+}
+
+const SessionContext = createContext<Session | null>(null);
+
+export function useSession(): Session {
+  const session = useContext(SessionContext);
+  if (!session) throw new Error('no session');
+  return session;
+}
+
+export type Listener = (offset: number, event: EventEnvelope) => void;
+
+export interface OrgScope {
+  org: Org;
+  /** null while unknown: API keys are probed once per org; admin keys always write. */
+  canWrite: boolean | null;
+  streamState: StreamState;
+  /** Bumped when the live channel had to start over (events past retention): pages load again. */
+  generation: number;
+  subscribe(listener: Listener): () => void;
+}
+
+const OrgContext = createContext<OrgScope | null>(null);
+
+export function useOrg(): OrgScope {
+  const scope = useContext(OrgContext);
+  if (!scope) throw new Error('no organization');
+  return scope;
+}
+
+/** Subscribes to the org's live events for the life of the calling component. */
+export function useLiveEvents(listener: Listener): void {
+  const { subscribe } = useOrg();
+  const ref = useRef(listener);
+  ref.current = listener;
+  useEffect(() => subscribe((offset, event) => ref.current(offset, event)), [subscribe]);
+}
+
+const PROBE_EMERGENCY = '00000000-0000-4000-8000-000000000000';
+
+/**
+ * Whether an API key may write in the org, asked without writing anything: a resolution of an
+ * emergency that cannot exist is refused with 403 permission_denied before the emergency is looked
+ * up when the key is read-only, and is a 404 when it may write.
+ */
+async function probeWrite(orgId: string): Promise<boolean | null> {
+  try {
+    await pub.post(`/orgs/${encodeURIComponent(orgId)}/emergencies/${PROBE_EMERGENCY}/resolutions`, {});
+    return true;
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 403 && err.code === 'permission_denied') return false;
+    if (err instanceof ApiError && err.status === 404) return true;
+    return null;
+  }
+}
+
+function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChildren }) {
+  const session = useSession();
+  const listeners = useMemo(() => new Set<Listener>(), []);
+  const [org, setOrg] = useState<Org | null>(() => session.orgs?.find((o) => o.orgId === orgId) ?? null);
+  const [orgError, setOrgError] = useState<unknown>(null);
+  const [canWrite, setCanWrite] = useState<boolean | null>(session.kind === 'admin' ? true : null);
+  const [streamState, setStreamState] = useState<StreamState>('connecting');
+  const [streamError, setStreamError] = useState<unknown>(null);
+  const [generation, setGeneration] = useState(0);
+
+  // The organization's name and place (the picker's list, or GET /orgs when the page was opened by its URL).
+  useEffect(() => {
+    const known = session.orgs?.find((o) => o.orgId === orgId);
+    if (known) {
+      setOrg(known);
+      return;
+    }
+    let live = true;
+    allPages<Org>((cursor) => pub.get<Page<Org>>('/orgs', { query: { cursor, limit: 200 } })).then(
+      (orgs) => {
+        if (!live) return;
+        session.setOrgs(orgs);
+        const found = orgs.find((o) => o.orgId.toLowerCase() === orgId.toLowerCase());
+        if (found) setOrg(found);
+        else setOrgError(new ApiError(403, 'org_not_covered', 'This key does not cover the requested organization.'));
+      },
+      (err) => live && setOrgError(err),
+    );
+    return () => {
+      live = false;
+    };
+  }, [orgId, session]);
+
+  useEffect(() => {
+    if (session.kind === 'admin' || !org) return;
+    let live = true;
+    probeWrite(org.orgId).then((v) => live && setCanWrite(v));
+    return () => {
+      live = false;
+    };
+  }, [org, session.kind]);
+
+  // The live channel: from the newest offset now, resumed from the last one received after any drop.
+  useEffect(() => {
+    if (!org) return;
+    let stream: OrgStream | null = null;
+    let cancelled = false;
+    setStreamError(null);
+    const start = async () => {
+      let after = 0;
+      for (let attempt = 0; !cancelled; attempt++) {
+        try {
+          after = (await pub.get<EventPage>(`/orgs/${encodeURIComponent(org.orgId)}/events`, { query: { limit: 1 } })).lastOffset;
+          break;
+        } catch (err) {
+          if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
+            setStreamError(err);
+            return;
+          }
+          setStreamState('reconnecting');
+          await new Promise((r) => setTimeout(r, Math.min(8000, 500 * 2 ** attempt)));
+        }
+      }
+      if (cancelled) return;
+      stream = new OrgStream(org.orgId, after, {
+        onEvent: (offset, event) => {
+          for (const l of listeners) l(offset, event);
+        },
+        onState: (state) => setStreamState(state),
+        onForbidden: (err) => setStreamError(err),
+        onExpired: () => setGeneration((g) => g + 1),
+      });
+      stream.start();
+    };
+    void start();
+    return () => {
+      cancelled = true;
+      stream?.stop();
+    };
+  }, [org, listeners, generation]);
+
+  const scope = useMemo<OrgScope | null>(
+    () =>
+      org
+        ? {
+            org,
+            canWrite,
+            streamState,
+            generation,
+            subscribe: (listener: Listener) => {
+              listeners.add(listener);
+              return () => {
+                listeners.delete(listener);
+              };
+            },
+          }
+        : null,
+    [org, canWrite, streamState, generation, listeners],
+  );
+
+  if (orgError) {
+    return (
+      <main id="main" class="page">
+        <h1>Organization</h1>
+        <ErrorNote error={orgError} />
+        <p>
+          <Link href={paths.home()}>Choose another organization</Link>
+        </p>
+      </main>
+    );
+  }
+  if (!scope) return <Loading what="the organization" />;
+  const isAdmin = session.kind === 'admin';
+  return (
+    <OrgContext.Provider value={scope}>
+      <OrgNav orgId={orgId} orgName={scope.org.name} isAdmin={isAdmin} />
+      {streamState === 'reconnecting' && (
+        <div class="banner banner-warning" role="alert">
+          Connection lost — reconnecting…
+        </div>
+      )}
+      {streamError ? <ErrorNote error={streamError} /> : null}
+      <main id="main" class="page">
+        {children}
+      </main>
+    </OrgContext.Provider>
+  );
+}
+
+function OrgNav({ orgId, orgName, isAdmin }: { orgId: string; orgName: string; isAdmin: boolean }) {
+  const path = useLocation();
+  const items: [string, string][] = [
+    ['Board', paths.board(orgId)],
+    ['Devices', paths.devices(orgId)],
+    ...(isAdmin
+      ? ([
+          ['Webhooks', paths.webhooks(orgId)],
+          ['API keys', paths.apiKeys(orgId)],
+        ] as [string, string][])
+      : []),
+    ['Audit log', paths.audit(orgId)],
+  ];
+  return (
+    <nav class="org-nav" aria-label={`${orgName} pages`}>
+      <span class="org-name">{orgName}</span>
+      <ul>
+        {items.map(([label, href]) => (
+          <li key={href}>
+            <Link href={href} aria-current={path === href ? 'page' : undefined}>
+              {label}
+            </Link>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}
+
+function AdminOnly({ children }: { children: ComponentChildren }) {
+  const session = useSession();
+  if (session.kind !== 'admin') {
+    return (
+      <div class="note note-error" role="alert">
+        Not allowed: this page needs an admin key (enk_adm_…). Sign in with one to manage webhooks, API keys and device tokens.
+      </div>
+    );
+  }
+  return <>{children}</>;
+}
+
+function Pages({ route }: { route: Route }) {
+  switch (route.page) {
+    case 'home':
+      return (
+        <main id="main" class="page">
+          <OrgPicker />
+        </main>
+      );
+    case 'board':
+      return (
+        <OrgLayout key={route.orgId} orgId={route.orgId}>
+          <BoardPage />
+        </OrgLayout>
+      );
+    case 'emergency':
+      return (
+        <OrgLayout key={route.orgId} orgId={route.orgId}>
+          <EmergencyPage emergencyId={route.emergencyId} />
+        </OrgLayout>
+      );
+    case 'devices':
+      return (
+        <OrgLayout key={route.orgId} orgId={route.orgId}>
+          <DevicesPage />
+        </OrgLayout>
+      );
+    case 'webhooks':
+      return (
+        <OrgLayout key={route.orgId} orgId={route.orgId}>
+          <AdminOnly>
+            <WebhooksPage />
+          </AdminOnly>
+        </OrgLayout>
+      );
+    case 'api-keys':
+      return (
+        <OrgLayout key={route.orgId} orgId={route.orgId}>
+          <AdminOnly>
+            <ApiKeysPage />
+          </AdminOnly>
+        </OrgLayout>
+      );
+    case 'audit':
+      return (
+        <OrgLayout key={route.orgId} orgId={route.orgId}>
+          <AuditPage />
+        </OrgLayout>
+      );
+    default:
+      return (
+        <main id="main" class="page">
+          <h1>Page not found</h1>
+          <p>
+            <Link href={paths.home()}>Go to the organizations</Link>
+          </p>
+        </main>
+      );
+  }
+}
+
+export function App() {
+  const path = useLocation();
+  const [key, setKey] = useState<string | null>(() => currentKey());
+  const [orgs, setOrgs] = useState<Org[] | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const [offline, setOffline] = useState(typeof navigator !== 'undefined' && navigator.onLine === false);
+
+  useEffect(() => {
+    onUnauthorized((text) => {
+      setKey(null);
+      setOrgs(null);
+      setMessage(text);
+    });
+    const on = () => setOffline(false);
+    const off = () => setOffline(true);
+    window.addEventListener('online', on);
+    window.addEventListener('offline', off);
+    return () => {
+      window.removeEventListener('online', on);
+      window.removeEventListener('offline', off);
+    };
+  }, []);
+
+  const session = useMemo<Session | null>(
+    () =>
+      key
+        ? {
+            key,
+            kind: keyKind(key),
+            orgs,
+            setOrgs,
+            signOut: (text?: string) => {
+              clearSession();
+              setKey(null);
+              setOrgs(null);
+              setMessage(text ?? null);
+              navigate(paths.home());
+            },
+          }
+        : null,
+    [key, orgs],
+  );
+
+  const route = parse(path);
+  return (
+    <>
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="top">
+        <Link href={paths.home()} class="brand">
+          Emergency console
+        </Link>
+        {session && (
+          <div class="who">
+            <span class="key-kind">{session.kind === 'admin' ? 'Admin key' : 'API key'}</span>
+            <button type="button" class="secondary" onClick={() => session.signOut('Signed out.')}>
+              Sign out
+            </button>
+          </div>
+        )}
+      </header>
+      {offline && (
+        <div class="banner banner-warning" role="alert">
+          You are offline — waiting for the network…
+        </div>
+      )}
+      {session ? (
+        <SessionContext.Provider value={session}>
+          <Pages route={route} />
+        </SessionContext.Provider>
+      ) : (
+        <main id="main" class="page narrow">
+          <SignIn
+            message={message}
+            onSignedIn={(k, list) => {
+              setMessage(null);
+              setOrgs(list);
+              setKey(k);
+              if (route.page === 'not-found') navigate(paths.home(), true);
+            }}
+          />
+        </main>
+      )}
+    </>
+  );
+}

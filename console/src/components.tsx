@@ -1,0 +1,193 @@
+import type { ComponentChildren } from 'preact';
+import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { explain } from './api';
+import { onLinkClick } from './router';
+import type { Emergency, EmergencyStatus } from './types';
+
+export function Link(props: { href: string; children: ComponentChildren; class?: string; 'aria-label'?: string; 'aria-current'?: 'page' | undefined }) {
+  const { href, children, ...rest } = props;
+  return (
+    <a href={href} onClick={(e) => onLinkClick(e, href)} {...rest}>
+      {children}
+    </a>
+  );
+}
+
+/** A failure shown where it happened: 403 as "Not allowed", a lost network as such, else the service's message. */
+export function ErrorNote({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
+  if (!error) return null;
+  return (
+    <div class="note note-error" role="alert">
+      <span>{explain(error)}</span>
+      {onRetry && (
+        <button type="button" class="secondary" onClick={onRetry}>
+          Try again
+        </button>
+      )}
+    </div>
+  );
+}
+
+export function Note({ children, kind = 'info' }: { children: ComponentChildren; kind?: 'info' | 'success' | 'warning' }) {
+  return (
+    <div class={`note note-${kind}`} role="status">
+      {children}
+    </div>
+  );
+}
+
+const STATUS_LABEL: Record<EmergencyStatus, string> = { declared: 'Declared', categorized: 'Categorized', resolved: 'Resolved' };
+
+export function StatusBadge({ status }: { status: EmergencyStatus }) {
+  return <span class={`badge status-${status}`}>{STATUS_LABEL[status] ?? status}</span>;
+}
+
+export function CategoryChip({ category }: { category: Emergency['category'] }) {
+  return (
+    <span class="category">
+      <span class="swatch" style={{ background: category.color }} aria-hidden="true" />
+      <span>{category.name}</span>
+    </span>
+  );
+}
+
+export function Severity({ value }: { value: number }) {
+  return (
+    <span class={`severity sev-${Math.max(0, Math.min(5, value))}`} title={`Severity ${value} of 5`}>
+      <span class="visually-hidden">Severity </span>
+      {value}
+    </span>
+  );
+}
+
+const rtf = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+
+export function relative(iso: string, now = Date.now()): string {
+  const seconds = Math.round((new Date(iso).getTime() - now) / 1000);
+  const abs = Math.abs(seconds);
+  if (abs < 45) return rtf.format(seconds, 'second');
+  if (abs < 45 * 60) return rtf.format(Math.round(seconds / 60), 'minute');
+  if (abs < 22 * 3600) return rtf.format(Math.round(seconds / 3600), 'hour');
+  return rtf.format(Math.round(seconds / 86400), 'day');
+}
+
+export function absolute(iso: string): string {
+  return new Date(iso).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' });
+}
+
+export function Time({ iso, mode = 'both' }: { iso: string | null | undefined; mode?: 'both' | 'absolute' | 'relative' }) {
+  if (!iso) return <span class="muted">—</span>;
+  const text = mode === 'absolute' ? absolute(iso) : mode === 'relative' ? relative(iso) : `${absolute(iso)} (${relative(iso)})`;
+  return (
+    <time dateTime={iso} title={iso}>
+      {text}
+    </time>
+  );
+}
+
+/**
+ * A confirmation before a write: a modal alertdialog naming what will happen, with the action's own
+ * verb on the confirm button. Escape or Cancel closes it without acting.
+ */
+export function ConfirmDialog(props: {
+  title: string;
+  children: ComponentChildren;
+  confirmLabel: string;
+  danger?: boolean;
+  busy?: boolean;
+  error?: unknown;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  const bodyId = useId();
+  useEffect(() => {
+    const dialog = ref.current;
+    if (dialog && !dialog.open) dialog.showModal();
+    return () => dialog?.close();
+  }, []);
+  return (
+    <dialog
+      ref={ref}
+      role="alertdialog"
+      aria-modal="true"
+      aria-labelledby={titleId}
+      aria-describedby={bodyId}
+      onCancel={(e) => {
+        e.preventDefault();
+        if (!props.busy) props.onCancel();
+      }}
+    >
+      <h2 id={titleId}>{props.title}</h2>
+      <div id={bodyId}>{props.children}</div>
+      <ErrorNote error={props.error} />
+      <div class="actions">
+        <button type="button" class="secondary" onClick={props.onCancel} disabled={props.busy}>
+          Cancel
+        </button>
+        <button type="button" class={props.danger ? 'danger' : 'primary'} onClick={props.onConfirm} disabled={props.busy}>
+          {props.busy ? 'Working…' : props.confirmLabel}
+        </button>
+      </div>
+    </dialog>
+  );
+}
+
+/** A secret shown once (a minted key or device token): selectable, copyable, and gone once dismissed. */
+export function SecretOnce({ label, value, onDone }: { label: string; value: string; onDone: () => void }) {
+  const id = useId();
+  const [copied, setCopied] = useState(false);
+  return (
+    <section class="secret" aria-labelledby={id}>
+      <h3 id={id}>{label}</h3>
+      <p>Copy it now: it is shown this once and cannot be shown again.</p>
+      <output class="secret-value" aria-label={label}>
+        {value}
+      </output>
+      <div class="actions">
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            navigator.clipboard?.writeText(value).then(
+              () => setCopied(true),
+              () => setCopied(false),
+            );
+          }}
+        >
+          {copied ? 'Copied' : 'Copy to clipboard'}
+        </button>
+        <button type="button" class="primary" onClick={onDone}>
+          I have stored it
+        </button>
+      </div>
+    </section>
+  );
+}
+
+export function Loading({ what }: { what: string }) {
+  return (
+    <p class="muted" role="status" aria-live="polite">
+      Loading {what}…
+    </p>
+  );
+}
+
+/** Async data for a page: loads on mount and whenever `deps` change; `reload` fetches again. */
+export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]) {
+  const [state, setState] = useState<{ data: T | null; error: unknown; loading: boolean }>({ data: null, error: null, loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const controller = new AbortController();
+    setState((s) => ({ ...s, loading: true }));
+    load(controller.signal).then(
+      (data) => !controller.signal.aborted && setState({ data, error: null, loading: false }),
+      (error) => !controller.signal.aborted && setState((s) => ({ data: s.data, error, loading: false })),
+    );
+    return () => controller.abort();
+  }, [...deps, tick]);
+  const reload = useCallback(() => setTick((t) => t + 1), []);
+  const set = useCallback((data: T) => setState({ data, error: null, loading: false }), []);
+  return { ...state, reload, set };
+}

@@ -1,0 +1,270 @@
+import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { allPages, pub } from '../api';
+import { useLiveEvents, useOrg } from '../app';
+import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, Note, Severity, StatusBadge, Time } from '../components';
+import { paths } from '../router';
+import type { Category, Emergency, EmergencyStatus, Page } from '../types';
+
+type Filter = 'open' | 'all' | EmergencyStatus;
+
+function matches(filter: Filter, e: Emergency): boolean {
+  if (filter === 'all') return true;
+  if (filter === 'open') return e.status !== 'resolved';
+  return e.status === filter;
+}
+
+function newestFirst(a: Emergency, b: Emergency): number {
+  return b.occurredAt.localeCompare(a.occurredAt) || b.createdAt.localeCompare(a.createdAt) || b.emergencyId.localeCompare(a.emergencyId);
+}
+
+/** The organization's emergencies, newest first, kept current by the live channel. */
+export function BoardPage() {
+  const { org, canWrite, generation } = useOrg();
+  const orgPath = `/orgs/${encodeURIComponent(org.orgId)}`;
+  const [rows, setRows] = useState<Map<string, Emergency>>(new Map());
+  const [nextCursor, setNextCursor] = useState<string | null>(null);
+  const [loading, setLoading] = useState(true);
+  const [error, setError] = useState<unknown>(null);
+  const [filter, setFilter] = useState<Filter>('all');
+  const [fresh, setFresh] = useState<Set<string>>(new Set());
+  /** Emergencies changed by a live event since the list was asked for: the list must not put them back. */
+  const touched = useRef(new Set<string>());
+  const filterId = useId();
+
+  async function loadPage(cursor: string | null) {
+    const page = await pub.get<Page<Emergency>>(`${orgPath}/emergencies`, { query: { limit: 50, cursor } });
+    setRows((current) => {
+      const next = new Map(current);
+      for (const e of page.items) if (!touched.current.has(e.emergencyId)) next.set(e.emergencyId, e);
+      return next;
+    });
+    setNextCursor(page.nextCursor);
+  }
+
+  useEffect(() => {
+    touched.current = new Set();
+    setRows(new Map());
+    setLoading(true);
+    setError(null);
+    loadPage(null)
+      .catch(setError)
+      .finally(() => setLoading(false));
+  }, [org.orgId, generation]);
+
+  useLiveEvents((_offset, event) => {
+    const record = (event.data?.emergency ?? event.data) as Emergency | undefined;
+    if (!record?.emergencyId) return;
+    touched.current.add(record.emergencyId);
+    setRows((current) => new Map(current).set(record.emergencyId, record));
+    if (event.eventType === 'emergency.declared') {
+      setFresh((f) => new Set(f).add(record.emergencyId));
+    }
+  });
+
+  const list = [...rows.values()].filter((e) => matches(filter, e)).sort(newestFirst);
+  const openCount = [...rows.values()].filter((e) => e.status !== 'resolved').length;
+
+  return (
+    <section aria-labelledby="board-title">
+      <div class="page-head">
+        <h1 id="board-title">Emergencies</h1>
+        <p class="muted" aria-live="polite">
+          {openCount} open
+        </p>
+      </div>
+      {canWrite === false && <Note>This key can read only: declaring, re-categorizing and resolving need a key with the write permission.</Note>}
+      {canWrite !== false && <DeclarePanel orgPath={orgPath} orgName={org.name} />}
+      <div class="toolbar">
+        <label for={filterId}>Show</label>
+        <select id={filterId} value={filter} onChange={(e) => setFilter((e.target as HTMLSelectElement).value as Filter)}>
+          <option value="all">All emergencies</option>
+          <option value="open">Open (declared or categorized)</option>
+          <option value="declared">Declared</option>
+          <option value="categorized">Categorized</option>
+          <option value="resolved">Resolved</option>
+        </select>
+      </div>
+      <ErrorNote error={error} />
+      {loading && rows.size === 0 ? (
+        <Loading what="emergencies" />
+      ) : list.length === 0 ? (
+        <p>No emergencies{filter === 'all' ? '' : ' match this filter'}.</p>
+      ) : (
+        <table class="rows board" aria-label="Emergencies">
+          <thead>
+            <tr>
+              <th scope="col">Status</th>
+              <th scope="col">Category</th>
+              <th scope="col">Severity</th>
+              <th scope="col">Description</th>
+              <th scope="col">Occurred</th>
+            </tr>
+          </thead>
+          <tbody>
+            {list.map((e) => (
+              <tr key={e.emergencyId} class={`${fresh.has(e.emergencyId) ? 'fresh ' : ''}row-${e.status}`} data-emergency-id={e.emergencyId}>
+                <td data-label="Status">
+                  <StatusBadge status={e.status} />
+                </td>
+                <td data-label="Category">
+                  <CategoryChip category={e.category} />
+                </td>
+                <td data-label="Severity">
+                  <Severity value={e.category.severity} />
+                </td>
+                <td data-label="Description">
+                  <Link
+                    href={paths.emergency(org.orgId, e.emergencyId)}
+                    aria-label={`Open ${e.category.name} emergency: ${e.description || e.externalId || e.emergencyId}`}
+                  >
+                    {e.description || e.externalId || 'No description'}
+                  </Link>
+                </td>
+                <td data-label="Occurred">
+                  <Time iso={e.occurredAt} mode="relative" />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {nextCursor && (
+        <button type="button" class="secondary" onClick={() => loadPage(nextCursor).catch(setError)}>
+          Load older emergencies
+        </button>
+      )}
+    </section>
+  );
+}
+
+export function useCategories(orgPath: string) {
+  const [categories, setCategories] = useState<Category[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    allPages<Category>((cursor) => pub.get<Page<Category>>(`${orgPath}/emergencies/categories`, { query: { cursor, limit: 200 } })).then(
+      setCategories,
+      setError,
+    );
+  }, [orgPath]);
+  return { categories, error };
+}
+
+/** Declare: a short form, then a confirmation naming the category and the organization. */
+function DeclarePanel({ orgPath, orgName }: { orgPath: string; orgName: string }) {
+  const [open, setOpen] = useState(false);
+  const { categories, error: categoriesError } = useCategories(orgPath);
+  const [categoryId, setCategoryId] = useState('');
+  const [description, setDescription] = useState('');
+  const [floor, setFloor] = useState('');
+  const [confirming, setConfirming] = useState(false);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState<Emergency | null>(null);
+  const ids = { category: useId(), description: useId(), floor: useId() };
+
+  const chosen = categories?.find((c) => c.categoryId === categoryId) ?? categories?.[0];
+
+  async function declare() {
+    setBusy(true);
+    setError(null);
+    try {
+      const body: Record<string, unknown> = { categoryId: chosen?.categoryId };
+      if (description.trim()) body.description = description.trim();
+      if (floor.trim()) body.location = { floorId: floor.trim() };
+      const created = await pub.post<Emergency>(`${orgPath}/emergencies`, body);
+      setDone(created);
+      setConfirming(false);
+      setOpen(false);
+      setDescription('');
+      setFloor('');
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <div class="declare">
+      {done && (
+        <Note kind="success">
+          Declared: {done.category.name} emergency. <Link href={paths.emergency(done.orgId, done.emergencyId)}>Open it</Link>
+        </Note>
+      )}
+      {!open ? (
+        <button
+          type="button"
+          class="danger"
+          onClick={() => {
+            setOpen(true);
+            setDone(null);
+          }}
+        >
+          Declare emergency
+        </button>
+      ) : (
+        <form
+          class="card"
+          aria-label="Declare an emergency"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setError(null);
+            setConfirming(true);
+          }}
+        >
+          <h2>Declare an emergency</h2>
+          <ErrorNote error={categoriesError} />
+          <div class="field">
+            <label for={ids.category}>Category</label>
+            <select id={ids.category} value={chosen?.categoryId ?? ''} onChange={(e) => setCategoryId((e.target as HTMLSelectElement).value)}>
+              {(categories ?? []).map((c) => (
+                <option key={c.categoryId} value={c.categoryId}>
+                  {c.name} (severity {c.severity})
+                </option>
+              ))}
+            </select>
+          </div>
+          <div class="field">
+            <label for={ids.description}>Description</label>
+            <textarea
+              id={ids.description}
+              rows={2}
+              maxLength={4000}
+              value={description}
+              onInput={(e) => setDescription((e.target as HTMLTextAreaElement).value)}
+            />
+          </div>
+          <div class="field">
+            <label for={ids.floor}>Floor (optional)</label>
+            <input id={ids.floor} maxLength={128} value={floor} onInput={(e) => setFloor((e.target as HTMLInputElement).value)} />
+          </div>
+          <div class="actions">
+            <button type="button" class="secondary" onClick={() => setOpen(false)}>
+              Cancel
+            </button>
+            <button type="submit" class="danger" disabled={!chosen}>
+              Declare…
+            </button>
+          </div>
+        </form>
+      )}
+      {confirming && chosen && (
+        <ConfirmDialog
+          title="Declare this emergency?"
+          confirmLabel="Declare now"
+          danger
+          busy={busy}
+          error={error}
+          onConfirm={declare}
+          onCancel={() => setConfirming(false)}
+        >
+          <p>
+            A <strong>{chosen.name}</strong> emergency (severity {chosen.severity}) is declared for <strong>{orgName}</strong>. Every base station and webhook
+            of the organization is alerted at once.
+          </p>
+          {description.trim() && <p class="muted">“{description.trim()}”</p>}
+        </ConfirmDialog>
+      )}
+    </div>
+  );
+}

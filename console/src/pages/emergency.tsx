@@ -1,0 +1,409 @@
+import { useEffect, useId, useState } from 'preact/hooks';
+import { allPages, ApiError, explain, fetchBlobUrl, pub } from '../api';
+import { useLiveEvents, useOrg } from '../app';
+import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, Note, Severity, StatusBadge, Time, useLoad } from '../components';
+import { paths } from '../router';
+import type { Attachment, Emergency, EventPage, FeedItem, Message, Page, Receipts } from '../types';
+import { useCategories } from './board';
+
+const EVENT_LABEL: Record<string, string> = {
+  'emergency.declared': 'Declared',
+  'emergency.categorized': 'Re-categorized',
+  'emergency.resolved': 'Resolved',
+};
+
+/** One emergency: its record, timeline, messages and receipts; re-categorize and resolve for write keys. */
+export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
+  const { org, canWrite } = useOrg();
+  const base = `/orgs/${encodeURIComponent(org.orgId)}/emergencies/${encodeURIComponent(emergencyId)}`;
+  const record = useLoad((signal) => pub.get<Emergency>(base, { signal }), [base]);
+  const timeline = useLoad(
+    (signal) => allPages<FeedItem>((cursor) => pub.get<EventPage>(`${base}/events`, { query: { cursor, limit: 500 }, signal }), 2000),
+    [base],
+  );
+  const receipts = useLoad((signal) => pub.get<Receipts>(`${base}/receipts`, { query: { detail: 'devices' }, signal }), [base]);
+  const messages = useLoad(
+    (signal) => allPages<Message>((cursor) => pub.get<Page<Message>>(`${base}/messages`, { query: { cursor, limit: 200 }, signal }), 500),
+    [base],
+  );
+
+  useLiveEvents((_offset, event) => {
+    if (event.emergencyId !== emergencyId) return;
+    const updated = event.data?.emergency;
+    if (updated) record.set(updated);
+    timeline.reload();
+    receipts.reload();
+  });
+
+  // Acknowledgements arrive without an event: receipts are asked for again every few seconds.
+  useEffect(() => {
+    const timer = setInterval(() => receipts.reload(), 5000);
+    return () => clearInterval(timer);
+  }, [receipts.reload]);
+
+  if (record.error && !record.data) {
+    return (
+      <>
+        <p>
+          <Link href={paths.board(org.orgId)}>← Back to the board</Link>
+        </p>
+        <ErrorNote error={record.error} onRetry={record.reload} />
+      </>
+    );
+  }
+  const e = record.data;
+  if (!e) return <Loading what="the emergency" />;
+  return (
+    <article aria-labelledby="emergency-title">
+      <p>
+        <Link href={paths.board(org.orgId)}>← Back to the board</Link>
+      </p>
+      <div class="page-head">
+        <h1 id="emergency-title">
+          {e.category.name} emergency <StatusBadge status={e.status} />
+        </h1>
+      </div>
+      <section class="card" aria-label="Record">
+        <dl class="record">
+          <dt>Category</dt>
+          <dd>
+            <CategoryChip category={e.category} />
+          </dd>
+          <dt>Severity</dt>
+          <dd>
+            <Severity value={e.category.severity} />
+          </dd>
+          <dt>Description</dt>
+          <dd>{e.description || <span class="muted">—</span>}</dd>
+          <dt>Occurred</dt>
+          <dd>
+            <Time iso={e.occurredAt} />
+          </dd>
+          <dt>Declared by</dt>
+          <dd>{e.declaredBy?.name ?? '—'}</dd>
+          {e.externalId && (
+            <>
+              <dt>External id</dt>
+              <dd>{e.externalId}</dd>
+            </>
+          )}
+          {e.source && (
+            <>
+              <dt>Source</dt>
+              <dd>{e.source}</dd>
+            </>
+          )}
+          {e.location && (
+            <>
+              <dt>Location</dt>
+              <dd>
+                {[e.location.floorId && `Floor ${e.location.floorId}`, e.location.latitude !== null && `${e.location.latitude}, ${e.location.longitude}`]
+                  .filter(Boolean)
+                  .join(' · ') || '—'}
+              </dd>
+            </>
+          )}
+          {e.status === 'resolved' && (
+            <>
+              <dt>Resolved</dt>
+              <dd>
+                <Time iso={e.resolvedAt} /> by {e.resolvedBy?.name ?? '—'}
+              </dd>
+              <dt>Resolution note</dt>
+              <dd>{e.resolutionNote || <span class="muted">—</span>}</dd>
+            </>
+          )}
+          <dt>Emergency id</dt>
+          <dd class="mono">{e.emergencyId}</dd>
+        </dl>
+      </section>
+      {canWrite === false && e.status !== 'resolved' && <Note>This key can read only: re-categorizing and resolving need the write permission.</Note>}
+      {canWrite !== false && e.status !== 'resolved' && <Actions emergency={e} base={base} onChanged={record.set} />}
+
+      <div class="columns">
+        <section aria-labelledby="timeline-title">
+          <h2 id="timeline-title">Timeline</h2>
+          <ErrorNote error={timeline.error} />
+          {!timeline.data ? (
+            <Loading what="the timeline" />
+          ) : (
+            <ol class="timeline" aria-label="Timeline">
+              {timeline.data.map((item) => (
+                <li key={item.event.eventId}>
+                  <span class="event-type">{EVENT_LABEL[item.event.eventType] ?? item.event.eventType}</span>{' '}
+                  {item.event.data?.emergency && <CategoryChip category={item.event.data.emergency.category} />}
+                  <span class="muted">
+                    {' '}
+                    · <Time iso={item.event.createdAt} /> · offset {item.offset}
+                  </span>
+                </li>
+              ))}
+            </ol>
+          )}
+        </section>
+        <ReceiptsSection receipts={receipts.data} error={receipts.error} onRefresh={receipts.reload} />
+      </div>
+      <MessagesSection messages={messages.data} error={messages.error} base={base} />
+    </article>
+  );
+}
+
+function Actions({ emergency, base, onChanged }: { emergency: Emergency; base: string; onChanged: (e: Emergency) => void }) {
+  const { org } = useOrg();
+  const { categories } = useCategories(`/orgs/${encodeURIComponent(org.orgId)}`);
+  const [categoryId, setCategoryId] = useState('');
+  const [note, setNote] = useState('');
+  const [confirm, setConfirm] = useState<'recategorize' | 'resolve' | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [done, setDone] = useState<string | null>(null);
+  const ids = { category: useId(), note: useId() };
+  const others = (categories ?? []).filter((c) => c.categoryId !== emergency.category.id);
+  const target = others.find((c) => c.categoryId === categoryId) ?? others[0];
+
+  async function run() {
+    setBusy(true);
+    setError(null);
+    try {
+      if (confirm === 'recategorize' && target) {
+        onChanged(await pub.patch<Emergency>(base, { categoryId: target.categoryId }));
+        setDone(`Re-categorized as ${target.name}.`);
+      } else if (confirm === 'resolve') {
+        onChanged(await pub.post<Emergency>(`${base}/resolutions`, note.trim() ? { resolutionNote: note.trim() } : {}));
+        setDone('Resolved.');
+      }
+      setConfirm(null);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section class="card actions-card" aria-labelledby="actions-title">
+      <h2 id="actions-title">Actions</h2>
+      {done && <Note kind="success">{done}</Note>}
+      <div class="action-forms">
+        <form
+          aria-label="Re-categorize"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setError(null);
+            setConfirm('recategorize');
+          }}
+        >
+          <div class="field">
+            <label for={ids.category}>New category</label>
+            <select id={ids.category} value={target?.categoryId ?? ''} onChange={(e) => setCategoryId((e.target as HTMLSelectElement).value)}>
+              {others.map((c) => (
+                <option key={c.categoryId} value={c.categoryId}>
+                  {c.name} (severity {c.severity})
+                </option>
+              ))}
+            </select>
+          </div>
+          <button type="submit" class="secondary" disabled={!target}>
+            Re-categorize…
+          </button>
+        </form>
+        <form
+          aria-label="Resolve"
+          onSubmit={(e) => {
+            e.preventDefault();
+            setError(null);
+            setConfirm('resolve');
+          }}
+        >
+          <div class="field">
+            <label for={ids.note}>Resolution note</label>
+            <textarea id={ids.note} rows={2} maxLength={4000} value={note} onInput={(e) => setNote((e.target as HTMLTextAreaElement).value)} />
+          </div>
+          <button type="submit" class="primary">
+            Resolve…
+          </button>
+        </form>
+      </div>
+      {confirm === 'recategorize' && target && (
+        <ConfirmDialog
+          title="Re-categorize this emergency?"
+          confirmLabel="Re-categorize now"
+          busy={busy}
+          error={error}
+          onConfirm={run}
+          onCancel={() => setConfirm(null)}
+        >
+          <p>
+            The emergency moves from <strong>{emergency.category.name}</strong> to <strong>{target.name}</strong> (severity {target.severity}). Base stations
+            and webhooks are told at once.
+          </p>
+        </ConfirmDialog>
+      )}
+      {confirm === 'resolve' && (
+        <ConfirmDialog title="Resolve this emergency?" confirmLabel="Resolve now" busy={busy} error={error} onConfirm={run} onCancel={() => setConfirm(null)}>
+          <p>
+            The <strong>{emergency.category.name}</strong> emergency is closed for good: a resolved emergency cannot change again.
+          </p>
+        </ConfirmDialog>
+      )}
+    </section>
+  );
+}
+
+function ReceiptsSection({ receipts, error, onRefresh }: { receipts: Receipts | null; error: unknown; onRefresh: () => void }) {
+  return (
+    <section aria-labelledby="receipts-title">
+      <div class="section-head">
+        <h2 id="receipts-title">Receipts</h2>
+        <button type="button" class="secondary small" onClick={onRefresh}>
+          Refresh receipts
+        </button>
+      </div>
+      <ErrorNote error={error} />
+      {!receipts ? (
+        <Loading what="receipts" />
+      ) : (
+        receipts.events.map((r) => (
+          <section class="receipt" key={r.eventId} aria-label={`Receipts of ${EVENT_LABEL[r.eventType] ?? r.eventType} (offset ${r.offset})`}>
+            <h3>
+              {EVENT_LABEL[r.eventType] ?? r.eventType} <span class="muted">· offset {r.offset}</span>
+            </h3>
+            <p class="counts">
+              <span class={r.devices.acknowledged === r.devices.targeted ? 'ok' : 'warn'}>
+                {r.devices.acknowledged} of {r.devices.targeted} base stations acknowledged
+              </span>
+              {' · '}
+              <span>
+                Webhooks: {r.webhooks.succeeded} delivered, {r.webhooks.failed} failed, {r.webhooks.pending} pending (of {r.webhooks.targeted})
+              </span>
+            </p>
+            {(r.devices.acknowledgedBy?.length ?? 0) > 0 && (
+              <>
+                <h4>Acknowledged</h4>
+                <ul class="devices-list" aria-label="Acknowledged devices">
+                  {r.devices.acknowledgedBy!.map((d) => (
+                    <li key={d.deviceId}>
+                      <span class="dot ok" aria-hidden="true" /> {d.name}{' '}
+                      <span class="muted">· {d.acknowledgedAt ? <Time iso={d.acknowledgedAt} mode="relative" /> : '—'}</span>
+                    </li>
+                  ))}
+                </ul>
+              </>
+            )}
+            {r.devices.pending.length > 0 && (
+              <>
+                <h4>Pending</h4>
+                <ul class="devices-list" aria-label="Pending devices">
+                  {r.devices.pending.map((d) => (
+                    <li key={d.deviceId}>
+                      <span class="dot warn" aria-hidden="true" /> {d.name}{' '}
+                      <span class="muted">
+                        · {d.online ? 'online' : 'offline'}, acknowledged up to {d.ackedOffset}
+                      </span>
+                    </li>
+                  ))}
+                </ul>
+              </>
+            )}
+          </section>
+        ))
+      )}
+    </section>
+  );
+}
+
+function Thumbnail({ base, attachment }: { base: string; attachment: Attachment }) {
+  const [src, setSrc] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    const controller = new AbortController();
+    let url: string | null = null;
+    fetchBlobUrl(`${base}/attachments/${encodeURIComponent(attachment.attachmentId)}/content`, controller.signal).then(
+      (u) => {
+        url = u;
+        setSrc(u);
+      },
+      (err) => !controller.signal.aborted && setError(err),
+    );
+    return () => {
+      controller.abort();
+      if (url) URL.revokeObjectURL(url);
+    };
+  }, [base, attachment.attachmentId]);
+  const alt = attachment.caption || attachment.name || 'Image attachment';
+  if (error) return <span class="muted">{error instanceof ApiError ? explain(error) : 'The image could not be loaded.'}</span>;
+  if (!src) return <span class="thumb placeholder" role="img" aria-label={`${alt} (loading)`} />;
+  return (
+    <a href={src} target="_blank" rel="noopener" aria-label={`Open ${alt} full size`}>
+      <img class="thumb" src={src} alt={alt} width={attachment.width ?? undefined} height={attachment.height ?? undefined} />
+    </a>
+  );
+}
+
+function StoredFile({ base, attachment }: { base: string; attachment: Attachment }) {
+  const [error, setError] = useState<unknown>(null);
+  const label = attachment.caption || attachment.name || `${attachment.kind} (${attachment.mimeType ?? 'file'})`;
+  return (
+    <>
+      <button
+        type="button"
+        class="link"
+        onClick={() =>
+          fetchBlobUrl(`${base}/attachments/${encodeURIComponent(attachment.attachmentId)}/content`).then((u) => window.open(u, '_blank', 'noopener'), setError)
+        }
+      >
+        Open {label}
+      </button>
+      {error ? <span class="muted"> {explain(error)}</span> : null}
+    </>
+  );
+}
+
+function AttachmentView({ base, attachment }: { base: string; attachment: Attachment }) {
+  if (attachment.source === 'url' && attachment.url) {
+    return (
+      <a href={attachment.url} target="_blank" rel="noopener noreferrer">
+        {attachment.caption || attachment.url} <span class="muted">({attachment.kind.replace('_', ' ')} link)</span>
+      </a>
+    );
+  }
+  if (attachment.kind === 'image') return <Thumbnail base={base} attachment={attachment} />;
+  return <StoredFile base={base} attachment={attachment} />;
+}
+
+function MessagesSection({ messages, error, base }: { messages: Message[] | null; error: unknown; base: string }) {
+  return (
+    <section aria-labelledby="messages-title">
+      <h2 id="messages-title">Messages</h2>
+      <ErrorNote error={error} />
+      {!messages ? (
+        error ? null : (
+          <Loading what="messages" />
+        )
+      ) : messages.length === 0 ? (
+        <p class="muted">No messages.</p>
+      ) : (
+        <ol class="messages" aria-label="Messages">
+          {messages.map((m) => (
+            <li key={m.messageId} class="message">
+              <div class="muted small">
+                {m.author?.name ?? m.source ?? 'unknown'} · <Time iso={m.createdAt} mode="relative" />
+              </div>
+              {m.content && <p>{m.content}</p>}
+              {m.attachments.length > 0 && (
+                <ul class="attachments">
+                  {m.attachments.map((a) => (
+                    <li key={a.attachmentId}>
+                      <AttachmentView base={base} attachment={a} />
+                      {a.caption && a.kind === 'image' && a.source !== 'url' && <span class="caption">{a.caption}</span>}
+                    </li>
+                  ))}
+                </ul>
+              )}
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  );
+}

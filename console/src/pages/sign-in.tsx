@@ -1,0 +1,74 @@
+import { useId, useState } from 'preact/hooks';
+import { allPages, ApiError, explain, pub } from '../api';
+import { keepKey } from '../session';
+import type { Org, Page } from '../types';
+
+/** Sign-in with an admin key or an API key; the key is checked (GET /orgs) before it is kept for this tab. */
+export function SignIn({ message, onSignedIn }: { message: string | null; onSignedIn: (key: string, orgs: Org[]) => void }) {
+  const [key, setKey] = useState('');
+  const [error, setError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const inputId = useId();
+  const hintId = useId();
+  const errorId = useId();
+
+  async function submit(event: Event) {
+    event.preventDefault();
+    const candidate = key.trim();
+    if (!candidate) {
+      setError('Enter an API key or an admin key.');
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      const orgs = await allPages<Org>((cursor) => pub.get<Page<Org>>('/orgs', { query: { cursor, limit: 200 }, key: candidate, keepSessionOn401: true }));
+      keepKey(candidate);
+      onSignedIn(candidate, orgs);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) setError('That key was not accepted: it is unknown, expired or revoked. Check it and try again.');
+      else if (err instanceof ApiError && err.status === 429) setError(`Too many attempts: ${err.message}`);
+      else setError(explain(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section class="card sign-in" aria-labelledby="sign-in-title">
+      <h1 id="sign-in-title">Sign in</h1>
+      <p>Sign in with an admin key (enk_adm_…) or an organization's API key (enk_live_…).</p>
+      {message && (
+        <div class="note note-warning" role="status">
+          {message}
+        </div>
+      )}
+      <form onSubmit={submit} noValidate>
+        <label for={inputId}>API key</label>
+        <input
+          id={inputId}
+          name="key"
+          type="password"
+          autoComplete="off"
+          spellcheck={false}
+          value={key}
+          onInput={(e) => setKey((e.target as HTMLInputElement).value)}
+          aria-describedby={error ? `${hintId} ${errorId}` : hintId}
+          aria-invalid={error ? 'true' : undefined}
+          required
+        />
+        <p id={hintId} class="hint">
+          Kept in this browser tab only (sessionStorage); closing the tab signs you out.
+        </p>
+        {error && (
+          <p id={errorId} class="note note-error" role="alert">
+            {error}
+          </p>
+        )}
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+    </section>
+  );
+}

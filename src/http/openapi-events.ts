@@ -36,7 +36,7 @@ export function describeWebhooks(components: Json): Json {
         summary: `${type}: ${WHAT[type]}`,
         description:
           `${WHAT[type]} POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; ` +
-          '`data` is the Emergency after the change. Answer 2xx within the timeout; anything else is retried on the retry schedule.',
+          '`data.emergency` is the Emergency after the change. Answer 2xx within the timeout; anything else is retried on the retry schedule.',
         tags: ['webhooks'],
         security: [],
         parameters: Object.entries(WEBHOOK_HEADERS).map(([name, h]) => ({ in: 'header', name, ...h })),
@@ -53,7 +53,7 @@ export function describeWebhooks(components: Json): Json {
                 orgId: '0195f3a8-0000-7000-8000-000000000001',
                 emergencyId: '0195f3a8-0000-7000-8000-000000000002',
                 sequence: 1,
-                data: { emergencyId: '0195f3a8-0000-7000-8000-000000000002', status: type.split('.')[1] },
+                data: { emergency: { emergencyId: '0195f3a8-0000-7000-8000-000000000002', status: type.split('.')[1] } },
               },
             },
           },

@@ -213,6 +213,16 @@ describe('fuzz: every route and tool, zero 5xx', () => {
       ),
       rest(
         'GET',
+        fc.tuple(o, e, query).map(([a, b, q]) => `/orgs/${a}/emergencies/${b}/messages?${queryString(q)}`),
+        false,
+      ),
+      rest(
+        'GET',
+        fc.tuple(o, e, hostileText.map(encode)).map(([a, b, c]) => `/orgs/${a}/emergencies/${b}/attachments/${c}/content`),
+        false,
+      ),
+      rest(
+        'GET',
         fc.tuple(o, e, query).map(([a, b, q]) => `/orgs/${a}/emergencies/${b}/receipts?${queryString(q)}`),
         false,
       ),

@@ -84,3 +84,20 @@ export async function listEmergencyEventsJson(
 export async function listEvents(ctx: AppContext, caller: Caller, orgId: string, params: ListEventsQuery): Promise<object> {
   return JSON.parse(await listEventsJson(ctx, caller, orgId, params)) as object;
 }
+
+/**
+ * Where a live stream of the org's events starts: after `after` when given (a resume; 410 when its
+ * successors are past the retention), else after the newest offset (only what happens from now on).
+ * An offset beyond the newest (e.g. kept across a database restore) starts at the newest.
+ */
+export async function streamStart(ctx: AppContext, caller: Caller, orgId: string, after: number | undefined): Promise<{ orgId: string; after: number }> {
+  const org = await authorize(ctx, caller, orgId, 'read');
+  const { lastOffset, prunedOffset } = await streamBounds(ctx, org.id);
+  if (after === undefined) return { orgId: org.id, after: lastOffset };
+  if (after > 0 && after < prunedOffset) {
+    throw new AppError('events_expired', `Events after offset ${after} are past the retention; the oldest offset still kept is ${prunedOffset + 1}.`, {
+      oldestOffset: prunedOffset + 1,
+    });
+  }
+  return { orgId: org.id, after: Math.min(after, lastOffset) };
+}

@@ -13,7 +13,7 @@ export const eventEnvelope = z
     orgId: uuid,
     emergencyId: uuid,
     sequence: z.number().int().describe("Position in the emergency's timeline, from 1."),
-    data: z.record(z.string(), z.unknown()).describe('The Emergency record after the change.'),
+    data: z.object({ emergency: z.record(z.string(), z.unknown()).describe('The Emergency record after the change.') }),
   })
   .meta({ id: 'EventEnvelope' });
 
@@ -67,3 +67,13 @@ export type ListEventsQuery = z.output<typeof listEventsQuery>;
 
 export const emergencyEventsQuery = z.object({ cursor: cursorParam.optional(), limit: feedLimit });
 export type EmergencyEventsQuery = z.output<typeof emergencyEventsQuery>;
+
+export const streamQuery = z.object({
+  after: z.coerce
+    .number({ message: 'must be a non-negative integer offset' })
+    .int('must be a non-negative integer offset')
+    .min(0, 'must be a non-negative integer offset')
+    .max(Number.MAX_SAFE_INTEGER, 'must be a non-negative integer offset')
+    .optional()
+    .describe('Start after this offset (a resume); default: the Last-Event-ID header, else only events from now on.'),
+});

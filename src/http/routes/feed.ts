@@ -1,13 +1,15 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { devicePage, emergencyReceiptsSchema, receiptsQuery } from '../../domain/devices/receipt-schema.js';
 import { emergencyReceipts, listOrgDevices } from '../../domain/devices/receipts.js';
-import { listEmergencyEventsJson, listEventsJson } from '../../domain/events/feed.js';
-import { emergencyEventsQuery, eventPage, listEventsQuery } from '../../domain/events/schema.js';
+import { listEmergencyEventsJson, listEventsJson, streamStart } from '../../domain/events/feed.js';
+import { emergencyEventsQuery, eventPage, listEventsQuery, streamQuery } from '../../domain/events/schema.js';
 import { coveredOrgPage, listCoveredOrgs } from '../../domain/orgs/covered.js';
 import { callerOf } from '../../edge/auth.js';
 import { errorResponses } from '../error-schemas.js';
+import { BrowserStreams } from '../event-stream.js';
 import { sendJsonText } from '../json-text.js';
 import { emergencyPath, orgPath, pageQuery } from './params.js';
 
@@ -16,6 +18,12 @@ export const feedRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
   async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
+    const streams = new BrowserStreams(ctx.db, ctx.bus, (err) => app.log.error({ err }, 'event stream read failed; the next poll retries'));
+    // Before the server waits for open connections: a stream never ends on its own.
+    app.addHook('preClose', (done) => {
+      streams.close();
+      done();
+    });
 
     r.get('/orgs', {
       schema: {
@@ -83,5 +91,40 @@ export const feedRoutes =
         response: { 200: emergencyReceiptsSchema, ...errorResponses({ 404: 'emergency_not_found' }) },
       },
       handler: (req) => emergencyReceipts(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.query),
+    });
+
+    r.get('/orgs/:org_id/stream', {
+      schema: {
+        operationId: 'streamEvents',
+        tags: ['events'],
+        summary: "The organization's events as they commit, as Server-Sent Events (permission: read).",
+        description:
+          'For browsers and other watchers: authenticate with the Authorization header (e.g. fetch() reading the body as a stream; ' +
+          'EventSource cannot send it), so no key sits in a URL. Each event is `id: <offset>`, `event: <eventType>`, `data: <the ' +
+          'envelope>`; a `: keep-alive` comment comes every 15 s. Without `after` (or Last-Event-ID) the stream starts with the next ' +
+          'event; reconnect with `after=<last id>` to get what was missed, in order, with no gap and no duplicate.',
+        params: orgPath,
+        querystring: streamQuery,
+        response: {
+          200: z.string().describe('text/event-stream: `id: <offset>` / `event: <eventType>` / `data: <envelope>` blocks.'),
+          ...errorResponses({ 410: 'events_expired: events after this offset are past the retention; body adds oldestOffset.' }),
+        },
+      },
+      handler: async (req, reply) => {
+        const lastEventId = Number(req.headers['last-event-id']);
+        const after = req.query.after ?? (Number.isSafeInteger(lastEventId) && lastEventId >= 0 ? lastEventId : undefined);
+        const start = await streamStart(ctx, callerOf(req), req.params.org_id, after);
+        reply.hijack();
+        reply.raw.writeHead(200, {
+          ...(reply.getHeaders() as Record<string, string>),
+          'content-type': 'text/event-stream; charset=utf-8',
+          'cache-control': 'no-cache, no-transform',
+          'x-accel-buffering': 'no',
+          connection: 'keep-alive',
+        });
+        // Tells the client where it starts, so even a quiet stream can be resumed exactly.
+        reply.raw.write(`: after ${start.after}\n\n`);
+        streams.watch(start.orgId, start.after, reply.raw);
+      },
     });
   };

@@ -5,14 +5,16 @@ import type { AppContext } from '../../context.js';
 import { MAX_INLINE_BYTES } from '../../domain/attachments/inline-decode.js';
 import { ACCEPTED_INLINE_TYPES } from '../../domain/attachments/media-type.js';
 import { messageRecord, postMessageInput } from '../../domain/messages/schema.js';
+import { attachmentContent, listMessages } from '../../domain/messages/read.js';
 import { postMessage } from '../../domain/messages/service.js';
+import { pageOf } from '../../domain/shared/schema.js';
 import { AppError } from '../../errors.js';
 import { callerOf } from '../../edge/auth.js';
 import { idempotencyHeaders } from '../../edge/idempotency.js';
 import { errorResponses, validationErrorResponse } from '../error-schemas.js';
 import { largeBodyGate } from '../large-bodies.js';
 import { parseLargeJson, readBody } from '../large-json.js';
-import { emergencyPath } from './params.js';
+import { emergencyPath, pageQuery } from './params.js';
 
 /** Request bodies of this route carry inline media, so it alone accepts up to 64 MiB. */
 export const MESSAGE_BODY_LIMIT = 64 * 1024 * 1024;
@@ -129,6 +131,42 @@ export const messageRoutes =
           }
           throw err;
         }
+      },
+    });
+
+    r.get('/orgs/:org_id/emergencies/:emergency_id/messages', {
+      schema: {
+        operationId: 'listMessages',
+        tags: ['messages'],
+        summary: "An emergency's messages, oldest first, with their attachments (permission: read).",
+        params: emergencyPath,
+        querystring: pageQuery,
+        response: { 200: pageOf(messageRecord), ...errorResponses({ 404: 'emergency_not_found' }) },
+      },
+      handler: (req) => listMessages(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.query),
+    });
+
+    r.get('/orgs/:org_id/emergencies/:emergency_id/attachments/:attachment_id/content', {
+      schema: {
+        operationId: 'getAttachmentContent',
+        tags: ['messages'],
+        summary: 'The stored bytes of an inline attachment, with its media type (permission: read).',
+        description:
+          'For clients without a public media URL (ATTACHMENT_PUBLIC_BASE_URL unset). A link attachment has no stored bytes (404): its `url` is where it lives.',
+        params: emergencyPath.extend({ attachment_id: z.string().min(1).max(256) }),
+        response: {
+          200: z.string().describe('The bytes (image/png, image/jpeg, video/mp4, ...).').meta({ format: 'binary' }),
+          ...errorResponses({ 404: 'emergency_not_found, or not_found: no stored attachment with this id in the emergency.' }),
+        },
+      },
+      handler: async (req, reply) => {
+        const { bytes, mimeType } = await attachmentContent(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.params.attachment_id);
+        // Stored objects are content-addressed: the bytes of an id never change.
+        return reply
+          .type(mimeType)
+          .header('cache-control', 'private, max-age=86400, immutable')
+          .header('x-content-type-options', 'nosniff')
+          .send(bytes as never);
       },
     });
   };

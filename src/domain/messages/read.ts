@@ -1,0 +1,89 @@
+import type { AppContext } from '../../context.js';
+import { AppError } from '../../errors.js';
+import { authorize } from '../access/authorize.js';
+import type { Caller } from '../access/principal.js';
+import { emergencyNotFound } from '../emergencies/not-found.js';
+import { BY_CREATION, keysetPage } from '../shared/cursor.js';
+import { isUuid } from '../shared/ids.js';
+import type { Page } from '../shared/schema.js';
+import { emergencyExists, toMessageRecord } from './repo.js';
+import type { MessageRecord } from './schema.js';
+
+/** The emergency's id when it names an emergency of the org (404 emergency_not_found otherwise). */
+async function emergencyOf(ctx: AppContext, orgId: string, emergencyId: string): Promise<string> {
+  const id = isUuid(emergencyId) ? emergencyId.toLowerCase() : null;
+  if (!id || !(await emergencyExists(ctx.db.db, orgId, id))) throw emergencyNotFound(emergencyId);
+  return id;
+}
+
+/** `GET .../messages`: the emergency's conversation, oldest first, each message with its attachments. */
+export async function listMessages(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  emergencyId: string,
+  params: { cursor?: string; limit: number },
+): Promise<Page<MessageRecord>> {
+  const org = await authorize(ctx, caller, orgId, 'read');
+  const id = await emergencyOf(ctx, org.id, emergencyId);
+  const page = await keysetPage(
+    ctx.db.db.selectFrom('messages').selectAll().where('org_id', '=', org.id).where('emergency_id', '=', id),
+    BY_CREATION,
+    params,
+    (m) => m,
+  );
+  const attachments =
+    page.items.length === 0
+      ? []
+      : await ctx.db.db
+          .selectFrom('attachments')
+          .selectAll()
+          .where('org_id', '=', org.id)
+          .where(
+            'message_id',
+            'in',
+            page.items.map((m) => m.id),
+          )
+          .orderBy('position')
+          .execute();
+  return {
+    items: page.items.map((m) =>
+      toMessageRecord(
+        ctx.config,
+        m,
+        attachments.filter((a) => a.message_id === m.id),
+      ),
+    ),
+    nextCursor: page.nextCursor,
+  };
+}
+
+/**
+ * `GET .../attachments/{attachment_id}/content`: the stored bytes of an inline attachment, for clients
+ * that have no public media URL (ATTACHMENT_PUBLIC_BASE_URL unset), e.g. the console's thumbnails.
+ * A link attachment has no stored bytes: 404, its `url` is where it lives.
+ */
+export async function attachmentContent(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  emergencyId: string,
+  attachmentId: string,
+): Promise<{ bytes: Buffer; mimeType: string }> {
+  const org = await authorize(ctx, caller, orgId, 'read');
+  const id = await emergencyOf(ctx, org.id, emergencyId);
+  const row = isUuid(attachmentId)
+    ? await ctx.db.db
+        .selectFrom('attachments as a')
+        .innerJoin('messages as m', (j) => j.onRef('m.id', '=', 'a.message_id').onRef('m.org_id', '=', 'a.org_id'))
+        .select(['a.storage_key', 'a.mime_type'])
+        .where('a.org_id', '=', org.id)
+        .where('m.emergency_id', '=', id)
+        .where('a.id', '=', attachmentId.toLowerCase())
+        .executeTakeFirst()
+    : undefined;
+  if (!row?.storage_key) throw new AppError('not_found', `No stored attachment ${attachmentId} in this emergency.`);
+  const bytes = await ctx.attachments.get(row.storage_key);
+  if (!bytes) throw new AppError('not_found', `The bytes of attachment ${attachmentId} are not in the attachment store.`);
+  return { bytes, mimeType: row.mime_type ?? 'application/octet-stream' };
+}

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { startReceiver } from '../delivery/helpers.js';
+import { client } from '../helpers/http.js';
+import { mintKey } from '../helpers/server.js';
 import { dataUri, png } from '../messages/fixtures.js';
 import { ackingDevice, type ConsoleFixture, consoleFixture, eventually } from './support.js';
 
@@ -106,5 +109,209 @@ describe('operator console', () => {
     await declaredReceipts.getByRole('list', { name: 'Acknowledged devices' }).getByText('Library base station').waitFor();
     await declaredReceipts.getByRole('list', { name: 'Pending devices' }).getByText('Gym base station').waitFor();
     await declaredReceipts.getByText(/Webhooks: 0 delivered, 0 failed, 0 pending \(of 0\)/).waitFor();
+  });
+
+  it('declare, re-categorize and resolve, each behind a confirmation that can be cancelled', async () => {
+    const page = await f.signedIn(f.writeKey);
+    await page.getByRole('button', { name: 'Declare emergency' }).click();
+    const form = page.getByRole('form', { name: 'Declare an emergency' });
+    await form.getByLabel('Category').selectOption({ label: 'Fire (severity 5)' });
+    await form.getByLabel('Description').fill('Kitchen fire in the cafeteria');
+    await form.getByLabel('Floor (optional)').fill('G');
+    await form.getByRole('button', { name: 'Declare…' }).click();
+    let dialog = page.getByRole('alertdialog', { name: 'Declare this emergency?' });
+    await dialog.getByText(/Fire.*emergency \(severity 5\) is declared for/).waitFor();
+    // Cancel: nothing is declared.
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    const before = await f.api.get(`${orgPath}/emergencies?limit=200`);
+    assert.equal(before.body.items.filter((e: any) => e.description === 'Kitchen fire in the cafeteria').length, 0);
+    await form.getByRole('button', { name: 'Declare…' }).click();
+    await dialog.getByRole('button', { name: 'Declare now' }).click();
+    await page.getByRole('status').filter({ hasText: 'Declared: Fire emergency' }).waitFor();
+    const list = await f.api.get(`${orgPath}/emergencies?limit=200`);
+    const declared = list.body.items.find((e: any) => e.description === 'Kitchen fire in the cafeteria');
+    assert.ok(declared, 'declared through the console');
+    assert.equal(declared.location.floorId, 'G');
+
+    await page.getByRole('link', { name: 'Open it' }).click();
+    await page.getByRole('heading', { name: /Fire emergency/ }).waitFor();
+    await page.getByLabel('New category').selectOption({ label: 'Medical (severity 3)' });
+    await page.getByRole('button', { name: 'Re-categorize…' }).click();
+    dialog = page.getByRole('alertdialog', { name: 'Re-categorize this emergency?' });
+    await dialog.getByText(/moves from Fire to Medical/).waitFor();
+    await dialog.getByRole('button', { name: 'Re-categorize now' }).click();
+    await page.getByRole('heading', { name: /Medical emergency/ }).waitFor();
+    assert.equal((await f.api.get(`${orgPath}/emergencies/${declared.emergencyId}`)).body.status, 'categorized');
+    await page.getByRole('list', { name: 'Timeline' }).getByText('Re-categorized').waitFor();
+
+    await page.getByLabel('Resolution note').fill('Put out with the extinguisher');
+    await page.getByRole('button', { name: 'Resolve…' }).click();
+    dialog = page.getByRole('alertdialog', { name: 'Resolve this emergency?' });
+    await dialog.getByRole('button', { name: 'Resolve now' }).click();
+    await page.getByText('Put out with the extinguisher').waitFor();
+    const resolved = (await f.api.get(`${orgPath}/emergencies/${declared.emergencyId}`)).body;
+    assert.equal(resolved.status, 'resolved');
+    assert.equal(resolved.resolutionNote, 'Put out with the extinguisher');
+    assert.equal(await page.getByRole('button', { name: 'Resolve…' }).count(), 0, 'no more actions on a resolved emergency');
+  });
+
+  it('devices: presence and lag; an admin key adds a base station (token shown once), rotates its token and revokes it', async () => {
+    const online = await f.addDevice('Auditorium base station');
+    const device = await ackingDevice(f, online.token);
+    await f.addDevice('Boiler room base station');
+    // A declare the online device acknowledges: it is caught up, the offline one is behind.
+    await f.api.post(`${orgPath}/emergencies`, { categoryName: 'Medical' });
+    await device.until(() => device.events.length > 0, 5000, 'the event');
+    const page = await f.signedIn(f.adminKey);
+    await page.getByRole('link', { name: 'Devices' }).click();
+    const table = page.getByRole('table', { name: 'Base stations' });
+    const row = (name: string) => table.getByRole('row').filter({ hasText: name });
+    await row('Auditorium base station').getByText('Online').waitFor();
+    await row('Auditorium base station').getByText('Caught up').waitFor({ timeout: 8000 });
+    await row('Boiler room base station').getByText('Offline').waitFor();
+    await row('Boiler room base station').getByText(/\d+ events? behind/).waitFor();
+
+    await page.getByLabel('New base station name').fill('Portable unit');
+    await page.getByRole('button', { name: 'Add base station' }).click();
+    const secret = page.getByRole('region', { name: 'Token for Portable unit' });
+    const token = (await secret.getByRole('status', { name: 'Token for Portable unit' }).or(secret.locator('output')).first().innerText()).trim();
+    assert.match(token, /^enk_dev_/);
+    await secret.getByRole('button', { name: 'I have stored it' }).click();
+    await secret.waitFor({ state: 'detached' });
+    assert.equal((await page.content()).includes(token), false, 'the token is gone once dismissed');
+    const connected = await ackingDevice(f, token);
+    await row('Portable unit').getByText('Online').waitFor({ timeout: 8000 });
+
+    await page.getByRole('button', { name: 'Rotate token of Portable unit' }).click();
+    await page.getByRole('alertdialog', { name: /Rotate the token of Portable unit/ }).getByRole('button', { name: 'Rotate token' }).click();
+    const rotated = (await page.getByRole('region', { name: 'New token for Portable unit' }).locator('output').innerText()).trim();
+    assert.match(rotated, /^enk_dev_/);
+    assert.notEqual(rotated, token);
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+
+    await page.getByRole('button', { name: 'Revoke Portable unit' }).click();
+    await page.getByRole('alertdialog', { name: 'Revoke Portable unit?' }).getByRole('button', { name: 'Revoke device' }).click();
+    await row('Portable unit').getByText('Revoked').waitFor();
+    await connected.until(() => connected.closeCode !== null, 8000, 'the revoked socket closed');
+  });
+
+  it('webhooks: health and recent attempts, a test delivery, and a replay behind a confirmation', async () => {
+    const receiver = await startReceiver();
+    try {
+      const created = await f.adminApi.post('/webhooks', { url: `${receiver.url}/hooks/ops`, subject: { type: 'org', id: f.org.orgId } });
+      assert.equal(created.status, 201);
+      await f.api.post(`${orgPath}/emergencies`, { categoryName: 'Fire', description: 'webhook check' });
+      await eventually(() => receiver.forPath('/hooks/ops').length >= 1, 'the delivery');
+      const page = await f.signedIn(f.adminKey);
+      await page.getByRole('link', { name: 'Webhooks' }).click();
+      const card = page.getByRole('article', { name: `${receiver.url}/hooks/ops` });
+      await card.getByText('Healthy: the latest delivery succeeded').waitFor();
+      const deliveries = card.getByRole('table', { name: /Recent deliveries/ });
+      await deliveries.getByText('emergency.declared').first().waitFor();
+      await deliveries.getByText(/HTTP 204, \d+ ms/).first().waitFor();
+
+      await card.getByRole('button', { name: /Send a test event/ }).click();
+      await card.getByText(/Test delivered: HTTP 204/).waitFor();
+
+      const received = receiver.forPath('/hooks/ops').length;
+      await card.getByLabel('Replay events since').fill('2000-01-01T00:00:00');
+      await card.getByRole('button', { name: 'Replay…' }).click();
+      const dialog = page.getByRole('alertdialog', { name: 'Replay deliveries?' });
+      await dialog.getByRole('button', { name: 'Replay now' }).click();
+      await card.getByText(/Replayed \d+ events?\./).waitFor();
+      const replayed = Number(/Replayed (\d+)/.exec(await card.getByText(/Replayed \d+/).innerText())![1]);
+      assert.ok(replayed >= 1);
+      await eventually(() => receiver.forPath('/hooks/ops').length >= received + 1, 'the replayed deliveries');
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('API keys: minting shows the key once, rotation mints a working successor, revocation refuses the key', async () => {
+    const page = await f.signedIn(f.adminKey);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByLabel('New key name').fill('Front desk');
+    await page.getByRole('button', { name: 'Mint key' }).click();
+    const minted = page.getByRole('region', { name: /New API key/ });
+    const key = (await minted.locator('output').innerText()).trim();
+    assert.match(key, /^enk_live_[0-9a-f]{72}$/);
+    assert.equal((await client(f.server.base, key).get('/orgs')).status, 200, 'the minted key works');
+    await minted.getByRole('button', { name: 'I have stored it' }).click();
+    await minted.waitFor({ state: 'detached' });
+    assert.equal((await page.content()).includes(key), false, 'shown once');
+    const row = page.getByRole('table', { name: 'API keys' }).getByRole('row').filter({ hasText: 'Front desk' });
+    await row.getByText('read, write').waitFor();
+
+    await page.getByRole('button', { name: 'Rotate Front desk' }).first().click();
+    await page.getByRole('alertdialog', { name: /Rotate “Front desk”/ }).getByRole('button', { name: 'Rotate key' }).click();
+    const rotated = (await page.getByRole('region', { name: /Rotated key/ }).locator('output').innerText()).trim();
+    assert.notEqual(rotated, key);
+    assert.equal((await client(f.server.base, rotated).get('/orgs')).status, 200, 'the successor works');
+    await page.getByRole('button', { name: 'I have stored it' }).click();
+
+    const kiosk = await mintKey(f.server.ctx, { subjectType: 'org', subjectId: f.org.orgId, name: 'Lobby kiosk', permissions: ['read'] });
+    await page.reload();
+    await page.getByRole('button', { name: 'Revoke Lobby kiosk' }).click();
+    await page.getByRole('alertdialog', { name: /Revoke “Lobby kiosk”/ }).getByRole('button', { name: 'Revoke key' }).click();
+    await page.getByRole('table', { name: 'API keys' }).getByRole('row').filter({ hasText: 'Lobby kiosk' }).getByText('Revoked').waitFor();
+    await eventually(async () => (await client(f.server.base, kiosk.key).get('/orgs')).status === 401, 'the revoked key refused', 5000);
+  });
+
+  it('audit log: filtered by category and event type', async () => {
+    const declared = await f.api.post(`${orgPath}/emergencies`, { categoryName: 'Medical', description: 'audit check' });
+    await f.api.post(`${orgPath}/emergencies/${declared.body.emergencyId}/resolutions`, { resolutionNote: 'ok' });
+    const page = await f.signedIn(f.writeKey);
+    await page.getByRole('link', { name: 'Audit log' }).click();
+    const table = page.getByRole('table', { name: 'Audit entries' });
+    await table.getByText('emergency.declared').first().waitFor();
+    await page.getByLabel('Category').selectOption('emergency');
+    await page.getByLabel('Event type').fill('emergency.resolved');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await eventually(async () => {
+      const types = await table.locator('tbody tr td[data-label="Event"]').allInnerTexts();
+      return types.length > 0 && types.every((t) => t.trim() === 'emergency.resolved');
+    }, 'only emergency.resolved entries');
+    await page.getByLabel('Actor id').fill('nobody-at-all');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.getByText('No audit entries match.').waitFor();
+  });
+
+  it('401: a key revoked while signed in sends the operator back to sign-in with a message', async () => {
+    const doomed = await f.adminApi.post('/api-keys', { name: 'soon revoked', subject: { type: 'org', id: f.org.orgId }, permissions: ['read'] });
+    const page = await f.signedIn(doomed.body.key);
+    await page.getByRole('link', { name: 'Devices' }).click();
+    await page.getByRole('heading', { name: 'Base stations' }).waitFor();
+    assert.equal((await f.adminApi.post(`/api-keys/${doomed.body.apiKeyId}/revoke`)).status, 200);
+    // The devices page asks again every 5 s; the key cache forgets a revoked key within 2 s.
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: 15_000 });
+    await page.getByText('The service refused your key (401). Sign in again.').waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem('emergency-console.key')), null, 'the key is forgotten');
+  });
+
+  it('403: a read-only key sees no write controls, a refused write says so, and pages it may not see say "Not allowed"', async () => {
+    const page = await f.signedIn(f.readKey);
+    await page.getByText('This key can read only').waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Declare emergency' }).count(), 0);
+    // When the write check cannot tell, the controls are offered and the service's 403 is shown.
+    const probing = await f.newPage();
+    await probing.route('**/emergencies/00000000-0000-4000-8000-000000000000/resolutions', (route) => route.abort());
+    await probing.goto(`${f.server.url}/console/`);
+    await probing.getByLabel('API key').fill(f.readKey);
+    await probing.getByRole('button', { name: 'Sign in' }).click();
+    await probing.getByRole('link', { name: new RegExp(f.orgName) }).click();
+    await probing.getByRole('button', { name: 'Declare emergency' }).click();
+    await probing.getByRole('button', { name: 'Declare…' }).click();
+    const dialog = probing.getByRole('alertdialog', { name: 'Declare this emergency?' });
+    await dialog.getByRole('button', { name: 'Declare now' }).click();
+    await dialog.getByRole('alert').getByText(/Not allowed: .*lacks the "write" permission/).waitFor();
+    // Another organization's board, by its URL: not covered by this key.
+    const other = await f.adminApi.post(`/enterprises/${f.org.enterpriseId}/orgs`, { name: 'Elsewhere' });
+    await page.goto(`${f.server.url}/console/orgs/${other.body.orgId}`);
+    await page.getByRole('alert').getByText(/Not allowed/).waitFor();
+    // Management pages need an admin key.
+    await page.goto(`${f.server.url}/console/orgs/${f.org.orgId}/webhooks`);
+    await page.getByRole('alert').getByText(/Not allowed: this page needs an admin key/).waitFor();
+    assert.notEqual(await page.evaluate(() => sessionStorage.getItem('emergency-console.key')), null, 'a 403 keeps the session');
   });
 });

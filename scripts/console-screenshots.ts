@@ -186,7 +186,10 @@ async function main() {
         await shot('board');
         await page.goto(`${server.url}/console/orgs/${org.orgId}/emergencies/${lockdown.emergencyId}`);
         await page.getByRole('img', { name: 'East hallway, 10:42' }).waitFor();
-        await page.getByText(/base stations acknowledged/).first().waitFor();
+        await page
+          .getByText(/base stations acknowledged/)
+          .first()
+          .waitFor();
         await shot('emergency');
         await page.goto(`${server.url}/console/orgs/${org.orgId}/devices`);
         await page.getByRole('table', { name: 'Base stations' }).waitFor();

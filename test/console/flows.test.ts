@@ -170,7 +170,9 @@ describe('operator console', () => {
     await row('Auditorium base station').getByText('Online').waitFor();
     await row('Auditorium base station').getByText('Caught up').waitFor({ timeout: 8000 });
     await row('Boiler room base station').getByText('Offline').waitFor();
-    await row('Boiler room base station').getByText(/\d+ events? behind/).waitFor();
+    await row('Boiler room base station')
+      .getByText(/\d+ events? behind/)
+      .waitFor();
 
     await page.getByLabel('New base station name').fill('Portable unit');
     await page.getByRole('button', { name: 'Add base station' }).click();
@@ -184,7 +186,10 @@ describe('operator console', () => {
     await row('Portable unit').getByText('Online').waitFor({ timeout: 8000 });
 
     await page.getByRole('button', { name: 'Rotate token of Portable unit' }).click();
-    await page.getByRole('alertdialog', { name: /Rotate the token of Portable unit/ }).getByRole('button', { name: 'Rotate token' }).click();
+    await page
+      .getByRole('alertdialog', { name: /Rotate the token of Portable unit/ })
+      .getByRole('button', { name: 'Rotate token' })
+      .click();
     const rotated = (await page.getByRole('region', { name: 'New token for Portable unit' }).locator('output').innerText()).trim();
     assert.match(rotated, /^enk_dev_/);
     assert.notEqual(rotated, token);
@@ -209,7 +214,10 @@ describe('operator console', () => {
       await card.getByText('Healthy: the latest delivery succeeded').waitFor();
       const deliveries = card.getByRole('table', { name: /Recent deliveries/ });
       await deliveries.getByText('emergency.declared').first().waitFor();
-      await deliveries.getByText(/HTTP 204, \d+ ms/).first().waitFor();
+      await deliveries
+        .getByText(/HTTP 204, \d+ ms/)
+        .first()
+        .waitFor();
 
       await card.getByRole('button', { name: /Send a test event/ }).click();
       await card.getByText(/Test delivered: HTTP 204/).waitFor();
@@ -244,8 +252,16 @@ describe('operator console', () => {
     await row.getByText('read, write').waitFor();
 
     await page.getByRole('button', { name: 'Rotate Front desk' }).first().click();
-    await page.getByRole('alertdialog', { name: /Rotate “Front desk”/ }).getByRole('button', { name: 'Rotate key' }).click();
-    const rotated = (await page.getByRole('region', { name: /Rotated key/ }).locator('output').innerText()).trim();
+    await page
+      .getByRole('alertdialog', { name: /Rotate “Front desk”/ })
+      .getByRole('button', { name: 'Rotate key' })
+      .click();
+    const rotated = (
+      await page
+        .getByRole('region', { name: /Rotated key/ })
+        .locator('output')
+        .innerText()
+    ).trim();
     assert.notEqual(rotated, key);
     assert.equal((await client(f.server.base, rotated).get('/orgs')).status, 200, 'the successor works');
     await page.getByRole('button', { name: 'I have stored it' }).click();
@@ -253,7 +269,10 @@ describe('operator console', () => {
     const kiosk = await mintKey(f.server.ctx, { subjectType: 'org', subjectId: f.org.orgId, name: 'Lobby kiosk', permissions: ['read'] });
     await page.reload();
     await page.getByRole('button', { name: 'Revoke Lobby kiosk' }).click();
-    await page.getByRole('alertdialog', { name: /Revoke “Lobby kiosk”/ }).getByRole('button', { name: 'Revoke key' }).click();
+    await page
+      .getByRole('alertdialog', { name: /Revoke “Lobby kiosk”/ })
+      .getByRole('button', { name: 'Revoke key' })
+      .click();
     await page.getByRole('table', { name: 'API keys' }).getByRole('row').filter({ hasText: 'Lobby kiosk' }).getByText('Revoked').waitFor();
     await eventually(async () => (await client(f.server.base, kiosk.key).get('/orgs')).status === 401, 'the revoked key refused', 5000);
   });
@@ -304,14 +323,23 @@ describe('operator console', () => {
     await probing.getByRole('button', { name: 'Declare…' }).click();
     const dialog = probing.getByRole('alertdialog', { name: 'Declare this emergency?' });
     await dialog.getByRole('button', { name: 'Declare now' }).click();
-    await dialog.getByRole('alert').getByText(/Not allowed: .*lacks the "write" permission/).waitFor();
+    await dialog
+      .getByRole('alert')
+      .getByText(/Not allowed: .*lacks the "write" permission/)
+      .waitFor();
     // Another organization's board, by its URL: not covered by this key.
     const other = await f.adminApi.post(`/enterprises/${f.org.enterpriseId}/orgs`, { name: 'Elsewhere' });
     await page.goto(`${f.server.url}/console/orgs/${other.body.orgId}`);
-    await page.getByRole('alert').getByText(/Not allowed/).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/Not allowed/)
+      .waitFor();
     // Management pages need an admin key.
     await page.goto(`${f.server.url}/console/orgs/${f.org.orgId}/webhooks`);
-    await page.getByRole('alert').getByText(/Not allowed: this page needs an admin key/).waitFor();
+    await page
+      .getByRole('alert')
+      .getByText(/Not allowed: this page needs an admin key/)
+      .waitFor();
     assert.notEqual(await page.evaluate(() => sessionStorage.getItem('emergency-console.key')), null, 'a 403 keeps the session');
   });
 });

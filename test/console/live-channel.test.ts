@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import type { Socket } from 'node:net';
+import { after, before, describe, it } from 'node:test';
+import { type ConsoleFixture, consoleFixture } from './support.js';
+
+/** The console's live channel: fetch-streamed SSE with the key in a header, a banner while it is lost, resumption by offset. */
+describe('operator console live channel', () => {
+  let f: ConsoleFixture;
+  const sockets = new Set<Socket>();
+
+  before(async () => {
+    f = await consoleFixture();
+    f.server.app.server.on('connection', (socket: Socket) => {
+      sockets.add(socket);
+      socket.on('close', () => sockets.delete(socket));
+    });
+  });
+  after(() => f.close());
+
+  it('shows "Connection lost — reconnecting…" while the network is gone, then resumes after the last offset with nothing missed', async () => {
+    const orgPath = `/orgs/${f.org.orgId}`;
+    await f.api.post(`${orgPath}/emergencies`, { categoryName: 'Fire', description: 'before the outage' });
+    const page = await f.signedIn(f.writeKey);
+    const streams: string[] = [];
+    page.on('request', (request) => {
+      if (new URL(request.url()).pathname.endsWith('/stream')) {
+        streams.push(request.url());
+        assert.match(request.headers().authorization ?? '', /^Bearer enk_live_/, 'the key travels in the header');
+      }
+    });
+    // A live event first, so the channel has an offset to resume from.
+    const during = await f.api.post(`${orgPath}/emergencies`, { categoryName: 'Medical', description: 'while live' });
+    await page.getByRole('link', { name: /while live/ }).waitFor({ timeout: 2000 });
+    const { body: feed } = await f.api.get(`${orgPath}/events?limit=1`);
+    const lastOffset: number = feed.lastOffset;
+    assert.ok(lastOffset >= 2);
+    assert.equal(during.status, 201);
+
+    // The network goes: every connection to the server is cut and new ones are refused.
+    await page.route('**/api/public/v1/**', (route) => route.abort('internetdisconnected'));
+    for (const socket of sockets) socket.destroy();
+    const banner = page.getByRole('alert').filter({ hasText: 'Connection lost — reconnecting…' });
+    await banner.waitFor({ timeout: 5000 });
+    const missed = await f.api.post(`${orgPath}/emergencies`, { categoryName: 'Fire', description: 'declared during the outage' });
+    assert.equal(missed.status, 201);
+    await page.waitForTimeout(500);
+    assert.equal(await page.getByRole('link', { name: /during the outage/ }).count(), 0);
+
+    // The network comes back: the channel reconnects by itself, resumes after the last offset it had.
+    await page.unroute('**/api/public/v1/**');
+    await page.getByRole('link', { name: /declared during the outage/ }).waitFor({ timeout: 10_000 });
+    await banner.waitFor({ state: 'detached', timeout: 5000 });
+    const resumed = streams.at(-1)!;
+    assert.equal(new URL(resumed).searchParams.get('after'), String(lastOffset), `resumed with after=${lastOffset}: ${resumed}`);
+    assert.equal(resumed.includes('enk_'), false, 'no key in the URL');
+    const rows = await page.locator('tr[data-emergency-id]').count();
+    assert.equal(rows, 3, 'each emergency once');
+  });
+});

@@ -27,6 +27,7 @@ export const serveCommands: Record<string, CliCommand> = {
             `  demo org id : ${demo.orgId}`,
             `  demo API key: ${demo.key}   (shown once)`,
             `  admin key   : ${demo.adminKey}   (shown once; the admin API at ${server.url}/api/admin/v1)`,
+            `  console     : ${server.url}/console   (sign in with either key)`,
             '',
             'Declare an emergency:',
             `  curl -s -X POST ${base}/orgs/${demo.orgId}/emergencies \\`,

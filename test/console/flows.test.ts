@@ -96,7 +96,7 @@ describe('operator console', () => {
     await timeline.getByText('Declared').waitFor();
     await timeline.getByText('Re-categorized').waitFor();
     // The thumbnail is the stored bytes fetched with the key (a blob: URL), decoded by the browser.
-    const thumb = page.getByRole('img', { name: 'Hallway' });
+    const thumb = page.getByRole('img', { name: 'Hallway', exact: true });
     await thumb.waitFor();
     assert.match((await thumb.getAttribute('src')) ?? '', /^blob:/);
     await eventually(() => thumb.evaluate((img) => (img as HTMLImageElement).complete && (img as HTMLImageElement).naturalWidth === 40), 'image decoded');

@@ -332,7 +332,7 @@ function Thumbnail({ base, attachment }: { base: string; attachment: Attachment 
   }, [base, attachment.attachmentId]);
   const alt = attachment.caption || attachment.name || 'Image attachment';
   if (error) return <span class="muted">{error instanceof ApiError ? explain(error) : 'The image could not be loaded.'}</span>;
-  if (!src) return <span class="thumb placeholder" role="img" aria-label={`${alt} (loading)`} />;
+  if (!src) return <span class="thumb placeholder" role="img" aria-label={`Loading ${alt}`} />;
   return (
     <a href={src} target="_blank" rel="noopener" aria-label={`Open ${alt} full size`}>
       <img class="thumb" src={src} alt={alt} width={attachment.width ?? undefined} height={attachment.height ?? undefined} />

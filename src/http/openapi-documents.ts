@@ -9,6 +9,8 @@ import { exampleOf } from './openapi-examples.js';
  * every response, the event envelopes (public), and only the components each document uses.
  */
 
+// OpenAPI fragments are walked generically; their shapes are checked by the lint test, not by types.
+// biome-ignore lint/suspicious/noExplicitAny: see above
 type Json = Record<string, any>;
 
 export interface OpenApiDocument {
@@ -79,7 +81,10 @@ function finishOperation(op: Json, method: string, components: Json, authenticat
 function usedComponents(root: unknown, components: Json): Set<string> {
   const used = new Set<string>();
   const visit = (node: unknown) => {
-    if (Array.isArray(node)) return node.forEach(visit);
+    if (Array.isArray(node)) {
+      for (const n of node) visit(n);
+      return;
+    }
     if (!node || typeof node !== 'object') return;
     for (const [key, value] of Object.entries(node)) {
       if (key === '$ref' && typeof value === 'string' && value.startsWith('#/components/')) {

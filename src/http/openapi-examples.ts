@@ -4,6 +4,7 @@
  * describes.
  */
 
+// biome-ignore lint/suspicious/noExplicitAny: OpenAPI fragments are walked generically (checked by the lint test)
 type Json = Record<string, any>;
 
 const SAMPLE_UUID = '0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d';

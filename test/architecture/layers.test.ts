@@ -39,7 +39,7 @@ describe('architecture', () => {
         [/\bpreparedQuery\b|db\/prepared\.js/, 'uses prepared statements'],
         [/groupCommit|sqlite\/group-commit|insert-batcher|sqliteDirect|pgPool|eventOffsets/, 'uses group commit or batching machinery'],
         [/from 'pg'|from 'better-sqlite3'|postgres\/driver/, 'imports a database driver'],
-        [/\bsql`|sql\.raw|sql\.lit/, 'holds raw SQL'],
+        [/\bsql(<[^>]*>)?`|sql\.raw|sql\.lit/, 'holds raw SQL'],
         [
           /['"`]\s*(select\s+[\w*,\s.]+\sfrom\s|insert\s+into\s|update\s+\w+\s+set\s|delete\s+from\s|with\s+\w+\s+as\s*\()/i,
           'holds a SQL statement in a string',

@@ -180,7 +180,7 @@ export async function listApiKeys(ctx: AppContext, caller: Caller, params: { cur
   const query = ctx.db.db
     .selectFrom('api_keys')
     .selectAll()
-    .where(subjectWithin(adminSubjectOf(caller)));
+    .where(subjectWithin(ctx.db.db, adminSubjectOf(caller)));
   return keysetPage(query, BY_CREATION, params, toKeyRecord);
 }
 

@@ -1,4 +1,4 @@
-import { type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Database } from '../../db/types.js';
 import { fieldError } from '../../errors.js';
 import type { Page } from './schema.js';
@@ -55,7 +55,7 @@ export async function keysetPage<DB extends Database, TB extends keyof DB, O, T>
   let q = query;
   if (params.cursor) {
     const [value, lastId] = decodeCursor(params.cursor, ['string', 'string']) as string[];
-    q = q.where(sql<SqlBool>`(${sort} > ${value} or (${sort} = ${value} and ${id} > ${lastId}))`);
+    q = q.where((eb) => eb.or([eb(sort, '>', value), eb.and([eb(sort, '=', value), eb(id, '>', lastId)])]));
   }
   const rows = await q
     .orderBy(sort)

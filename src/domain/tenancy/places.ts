@@ -1,4 +1,4 @@
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import { type Expression, type ExpressionBuilder, type Kysely, type SqlBool, sql } from 'kysely';
 import type { Database } from '../../db/types.js';
 import { AppError } from '../../errors.js';
 import type { Place } from '../access/admin-scope.js';
@@ -43,13 +43,19 @@ export function placeOfSubject(db: Kysely<Database>, type: 'partner' | 'enterpri
  * A condition on a table's (subject_type, subject_id) columns: the subject lies within an admin
  * subject (API keys and webhooks of a partner's tree, or of one enterprise and its orgs).
  */
-export function subjectWithin(subject: AdminSubject): Expression<SqlBool> {
-  if (subject.type === 'instance') return sql<SqlBool>`1 = 1`;
-  if (subject.type === 'partner') {
-    return sql<SqlBool>`((subject_type = 'partner' and subject_id = ${subject.id})
-      or (subject_type = 'enterprise' and subject_id in (select id from enterprises where partner_id = ${subject.id}))
-      or (subject_type = 'org' and subject_id in (select id from orgs where partner_id = ${subject.id})))`;
-  }
-  return sql<SqlBool>`((subject_type = 'enterprise' and subject_id = ${subject.id})
-    or (subject_type = 'org' and subject_id in (select id from orgs where enterprise_id = ${subject.id})))`;
+export function subjectWithin(db: Kysely<Database>, subject: AdminSubject) {
+  const type = sql.ref<string>('subject_type');
+  const id = sql.ref<string>('subject_id');
+  return <TB extends keyof Database>(eb: ExpressionBuilder<Database, TB>): Expression<SqlBool> => {
+    if (subject.type === 'instance') return eb.and([]);
+    const of = (kind: string, ids: Expression<string> | string) =>
+      eb.and([eb(type, '=', kind), typeof ids === 'string' ? eb(id, '=', ids) : eb(id, 'in', ids)]);
+    const orgsOf = (column: 'partner_id' | 'enterprise_id') =>
+      db.selectFrom('orgs').select('id').where(column, '=', subject.id) as unknown as Expression<string>;
+    if (subject.type === 'partner') {
+      const enterprises = db.selectFrom('enterprises').select('id').where('partner_id', '=', subject.id) as unknown as Expression<string>;
+      return eb.or([of('partner', subject.id), of('enterprise', enterprises), of('org', orgsOf('partner_id'))]);
+    }
+    return eb.or([of('enterprise', subject.id), of('org', orgsOf('enterprise_id'))]);
+  };
 }

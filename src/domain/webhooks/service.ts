@@ -140,7 +140,7 @@ export async function listSubscriptions(ctx: AppContext, caller: Caller, params:
   const query = ctx.db.db
     .selectFrom('webhook_subscriptions')
     .selectAll()
-    .where(subjectWithin(adminSubjectOf(caller)));
+    .where(subjectWithin(ctx.db.db, adminSubjectOf(caller)));
   return keysetPage(query, BY_CREATION, params, toSubscriptionRecord);
 }
 

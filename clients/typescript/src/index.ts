@@ -1,0 +1,18 @@
+/**
+ * TypeScript client of the emergency API: typed REST clients of the public and admin APIs
+ * (openapi-fetch over types generated from the service's OpenAPI documents), webhook verification,
+ * and a base station's event stream.
+ */
+export type { AdminClient, AdminClientOptions, CommonClientOptions, ErrorResponse, HTTPValidationError, PublicClient, PublicClientOptions } from './http.js';
+export { ADMIN_API_PATH, createAdminClient, createClient, errorCode, isErrorResponse, isValidationError, PUBLIC_API_PATH } from './http.js';
+export type { Emergency, EmergencyEvent, WebhookEvent, WebhookHeaders, WebhookPing } from './webhooks.js';
+export { verifyWebhook, WebhookVerificationError } from './webhooks.js';
+export type { DeviceEventContext, DeviceStreamEnd, DeviceStreamOptions, DeviceStreamStatus } from './device-stream.js';
+export { connectDevice, DEVICE_STREAM_PATH, DeviceCloseCode, DeviceStream, deviceStreamUrl } from './device-stream.js';
+export type { components, operations, paths } from './schema.js';
+export type { components as AdminComponents, operations as AdminOperations, paths as AdminPaths } from './admin-schema.js';
+
+import type { components } from './schema.js';
+
+/** Shorthand for a schema of the public API: `Schema<'Emergency'>`. */
+export type Schema<Name extends keyof components['schemas']> = components['schemas'][Name];

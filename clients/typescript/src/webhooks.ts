@@ -1,0 +1,81 @@
+import { Webhook } from 'standardwebhooks';
+import type { components } from './schema.js';
+
+export type Emergency = components['schemas']['Emergency'];
+
+/** An emergency transition, as webhooks and device streams deliver it. */
+export type EmergencyEvent = Omit<components['schemas']['EventEnvelope'], 'data'> & {
+  /** The emergency after the change. */
+  data: { emergency: Emergency };
+};
+
+/** `webhook.ping`, sent by `admin webhook test` (POST /webhooks/{id}/test on the admin API). */
+export interface WebhookPing {
+  eventId: string;
+  eventType: 'webhook.ping';
+  apiVersion: string;
+  createdAt: string;
+  data: { subscriptionId: string };
+}
+
+export type WebhookEvent = EmergencyEvent | WebhookPing;
+
+/** Thrown by verifyWebhook: the request is not a genuine, fresh delivery of this subscription. */
+export class WebhookVerificationError extends Error {
+  override name = 'WebhookVerificationError';
+}
+
+/** Request headers as Node (`req.headers`), fetch (`Headers`) or a plain object give them; names are case-insensitive. */
+export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
+
+const REQUIRED = ['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const;
+
+function standardHeaders(headers: WebhookHeaders): Record<(typeof REQUIRED)[number], string> {
+  const lower = new Map<string, string>();
+  if (typeof Headers !== 'undefined' && headers instanceof Headers) {
+    for (const [name, value] of headers) lower.set(name.toLowerCase(), value);
+  } else {
+    for (const [name, value] of Object.entries(headers as Record<string, string | string[] | undefined>)) {
+      if (value !== undefined) lower.set(name.toLowerCase(), Array.isArray(value) ? value.join(' ') : value);
+    }
+  }
+  const missing = REQUIRED.filter((name) => !lower.get(name));
+  if (missing.length > 0) throw new WebhookVerificationError(`missing header${missing.length > 1 ? 's' : ''} ${missing.join(', ')}`);
+  return { 'webhook-id': lower.get('webhook-id')!, 'webhook-timestamp': lower.get('webhook-timestamp')!, 'webhook-signature': lower.get('webhook-signature')! };
+}
+
+/**
+ * Verifies a webhook delivery per Standard Webhooks and returns its parsed event. `rawBody` must be
+ * the request body exactly as received (before any JSON parsing); `secret` is the subscription's
+ * `whsec_…` secret. Throws WebhookVerificationError when a header is missing, the signature does not
+ * match (a tampered body, another secret), the timestamp is more than 5 minutes off, or the body is
+ * not an event. Deliveries are at least once: deduplicate on `eventId`.
+ */
+export function verifyWebhook(rawBody: string | Uint8Array, headers: WebhookHeaders, secret: string): WebhookEvent {
+  const body = typeof rawBody === 'string' ? rawBody : new TextDecoder().decode(rawBody);
+  const wanted = standardHeaders(headers);
+  let verifier: Webhook;
+  try {
+    verifier = new Webhook(secret);
+  } catch (err) {
+    throw new WebhookVerificationError(`invalid webhook secret (expected whsec_ followed by base64): ${(err as Error).message}`);
+  }
+  try {
+    verifier.verify(body, wanted, { jsonParse: false });
+  } catch (err) {
+    const reason = (err as Error).message;
+    if (/no matching signature/i.test(reason)) throw new WebhookVerificationError('signature mismatch: the body was altered or signed with another secret');
+    if (/timestamp/i.test(reason)) throw new WebhookVerificationError(`stale or invalid webhook-timestamp: ${reason}`);
+    throw new WebhookVerificationError(`verification failed: ${reason}`);
+  }
+  let event: unknown;
+  try {
+    event = JSON.parse(body);
+  } catch {
+    throw new WebhookVerificationError('the signed body is not JSON');
+  }
+  const { eventId, eventType } = (typeof event === 'object' && event !== null ? event : {}) as { eventId?: unknown; eventType?: unknown };
+  if (typeof eventId !== 'string' || typeof eventType !== 'string')
+    throw new WebhookVerificationError('the signed body is not an event (no eventId/eventType)');
+  return event as WebhookEvent;
+}

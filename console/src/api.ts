@@ -1,8 +1,11 @@
 /**
- * The console's HTTP client: the public API (/api/public/v1) and the admin API (/api/admin/v1) of the
- * service that serves it, with the signed-in key in the Authorization header. A 401 anywhere ends the
- * session (see onUnauthorized); every other failure is an ApiError the page shows.
+ * The console's HTTP access: the typed clients (clients/typescript) of the public API (/api/public/v1)
+ * and the admin API (/api/admin/v1) of the service that serves it, with the signed-in key in the
+ * Authorization header. A 401 anywhere ends the session (see onUnauthorized); every other failure is an
+ * ApiError the page shows.
  */
+import type { Middleware } from 'openapi-fetch';
+import { type AdminClient, createAdminClient, createClient, type PublicClient } from '../../clients/typescript/src/http';
 import { clearSession, currentKey } from './session';
 import type { Page } from './types';
 
@@ -55,67 +58,66 @@ function describeError(status: number, body: unknown): { code: string; message: 
   return { code: `http_${status}`, message: `The service answered HTTP ${status}.` };
 }
 
-export interface RequestOptions {
-  query?: Record<string, string | number | undefined | null>;
-  body?: unknown;
-  /** The key to send instead of the session's (sign-in checks a key before keeping it). */
-  key?: string;
-  /** Leave a 401 to the caller instead of ending the session. */
-  keepSessionOn401?: boolean;
-  signal?: AbortSignal;
+type Clients = { key: string; pub: PublicClient; admin: AdminClient };
+let clients: Clients | null = null;
+
+/** Every write carries an Idempotency-Key: a retry after a lost answer never acts twice. */
+const idempotency: Middleware = {
+  onRequest({ request }) {
+    if (request.method !== 'GET' && !request.headers.has('idempotency-key')) request.headers.set('idempotency-key', requestId());
+    return request;
+  },
+};
+
+function clientsFor(key: string): Clients {
+  if (clients?.key === key) return clients;
+  const baseUrl = location.origin;
+  const pubClient = createClient({ baseUrl, apiKey: key });
+  const adminClient = createAdminClient({ baseUrl, adminKey: key });
+  pubClient.use(idempotency);
+  adminClient.use(idempotency);
+  clients = { key, pub: pubClient, admin: adminClient };
+  return clients;
 }
 
-export function buildUrl(base: string, path: string, query?: RequestOptions['query']): string {
+/** The typed client of the public API (/api/public/v1) with the session's key (or `key`, at sign-in). */
+export function pub(key?: string): PublicClient {
+  return clientsFor(key ?? currentKey() ?? 'none').pub;
+}
+
+/** The typed client of the admin API (/api/admin/v1) with the session's (admin) key. */
+export function admin(): AdminClient {
+  return clientsFor(currentKey() ?? 'none').admin;
+}
+
+/**
+ * The body of a 2xx answer of a typed call; otherwise an ApiError (a 401 also ends the session,
+ * unless `keepSessionOn401`: sign-in checks a key before keeping it).
+ */
+export async function unwrap<D>(
+  call: Promise<{ data?: D; error?: unknown; response: Response }>,
+  options: { keepSessionOn401?: boolean } = {},
+): Promise<NonNullable<D>> {
+  let result: { data?: D; error?: unknown; response: Response };
+  try {
+    result = await call;
+  } catch (err) {
+    if ((err as Error).name === 'AbortError') throw err;
+    throw new ApiError(0, 'network', 'The service could not be reached. Check the connection and try again.');
+  }
+  const { response } = result;
+  if (response.ok) return result.data as NonNullable<D>;
+  const { code, message } = describeError(response.status, result.error ?? null);
+  if (response.status === 401 && !options.keepSessionOn401) keyRefused();
+  throw new ApiError(response.status, code, message, result.error ?? null);
+}
+
+export function buildUrl(base: string, path: string, query?: Record<string, string | number | undefined | null>): string {
   const params = new URLSearchParams();
   for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null && v !== '') params.set(k, String(v));
   const qs = params.toString();
   return `${base}${path}${qs ? `?${qs}` : ''}`;
 }
-
-/** One request; resolves with the parsed JSON body of a 2xx answer. */
-export async function request<T>(method: string, base: string, path: string, options: RequestOptions = {}): Promise<T> {
-  const key = options.key ?? currentKey();
-  const headers: Record<string, string> = { accept: 'application/json' };
-  if (key) headers.authorization = `Bearer ${key}`;
-  const init: RequestInit = { method, headers, signal: options.signal };
-  if (method !== 'GET') {
-    // Every write carries an Idempotency-Key: a retry after a lost answer never acts twice.
-    headers['idempotency-key'] = requestId();
-    if (options.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      init.body = JSON.stringify(options.body);
-    }
-  }
-  let res: Response;
-  try {
-    res = await fetch(buildUrl(base, path, options.query), init);
-  } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
-    throw new ApiError(0, 'network', 'The service could not be reached. Check the connection and try again.');
-  }
-  const text = await res.text().catch(() => '');
-  let body: unknown = null;
-  try {
-    body = text ? JSON.parse(text) : null;
-  } catch {
-    body = text;
-  }
-  if (res.ok) return body as T;
-  const { code, message } = describeError(res.status, body);
-  if (res.status === 401 && !options.keepSessionOn401) keyRefused();
-  throw new ApiError(res.status, code, message, body);
-}
-
-export const pub = {
-  get: <T>(path: string, options?: RequestOptions) => request<T>('GET', PUBLIC, path, options),
-  post: <T>(path: string, body?: unknown, options?: RequestOptions) => request<T>('POST', PUBLIC, path, { ...options, body }),
-  patch: <T>(path: string, body?: unknown, options?: RequestOptions) => request<T>('PATCH', PUBLIC, path, { ...options, body }),
-};
-
-export const admin = {
-  get: <T>(path: string, options?: RequestOptions) => request<T>('GET', ADMIN, path, options),
-  post: <T>(path: string, body?: unknown, options?: RequestOptions) => request<T>('POST', ADMIN, path, { ...options, body }),
-};
 
 /** Every page of a list, following nextCursor (bounded: a console shows at most `max` items). */
 export async function allPages<T>(get: (cursor?: string) => Promise<Page<T>>, max = 1000): Promise<T[]> {
@@ -129,19 +131,16 @@ export async function allPages<T>(get: (cursor?: string) => Promise<Page<T>>, ma
   return items;
 }
 
-/** An authenticated download (attachments): the bytes as a blob: URL the page can show. */
-export async function fetchBlobUrl(path: string, signal?: AbortSignal): Promise<string> {
-  const key = currentKey();
-  let res: Response;
-  try {
-    res = await fetch(`${PUBLIC}${path}`, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal });
-  } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
-    throw new ApiError(0, 'network', 'The service could not be reached.');
-  }
-  if (res.status === 401) keyRefused();
-  if (!res.ok) throw new ApiError(res.status, `http_${res.status}`, `The attachment could not be loaded (HTTP ${res.status}).`);
-  return URL.createObjectURL(await res.blob());
+/** An authenticated download (an attachment's stored bytes) as a blob: URL the page can show. */
+export async function attachmentUrl(orgId: string, emergencyId: string, attachmentId: string, signal?: AbortSignal): Promise<string> {
+  const blob = await unwrap(
+    pub().GET('/orgs/{org_id}/emergencies/{emergency_id}/attachments/{attachment_id}/content', {
+      params: { path: { org_id: orgId, emergency_id: emergencyId, attachment_id: attachmentId } },
+      parseAs: 'blob',
+      signal,
+    }),
+  );
+  return URL.createObjectURL(blob as Blob);
 }
 
 /** What to tell the operator about a failure, by kind: not allowed (403), offline, or the service's message. */

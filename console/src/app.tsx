@@ -1,6 +1,6 @@
 import { createContext, type ComponentChildren } from 'preact';
 import { useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { allPages, ApiError, onUnauthorized, pub } from './api';
+import { allPages, ApiError, onUnauthorized, pub, unwrap } from './api';
 import { ErrorNote, Link, Loading } from './components';
 import { ApiKeysPage } from './pages/api-keys';
 import { AuditPage } from './pages/audit';
@@ -13,7 +13,7 @@ import { WebhooksPage } from './pages/webhooks';
 import { navigate, parse, paths, type Route, useLocation } from './router';
 import { clearSession, currentKey, type KeyKind, keyKind } from './session';
 import { OrgStream, type StreamState } from './stream';
-import type { EventEnvelope, EventPage, Org, Page } from './types';
+import type { EventEnvelope, Org } from './types';
 
 export interface Session {
   key: string;
@@ -68,7 +68,9 @@ const PROBE_EMERGENCY = '00000000-0000-4000-8000-000000000000';
  */
 async function probeWrite(orgId: string): Promise<boolean | null> {
   try {
-    await pub.post(`/orgs/${encodeURIComponent(orgId)}/emergencies/${PROBE_EMERGENCY}/resolutions`, {});
+    await unwrap(
+      pub().POST('/orgs/{org_id}/emergencies/{emergency_id}/resolutions', { params: { path: { org_id: orgId, emergency_id: PROBE_EMERGENCY } }, body: {} }),
+    );
     return true;
   } catch (err) {
     if (err instanceof ApiError && err.status === 403 && err.code === 'permission_denied') return false;
@@ -95,7 +97,7 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
       return;
     }
     let live = true;
-    allPages<Org>((cursor) => pub.get<Page<Org>>('/orgs', { query: { cursor, limit: 200 } })).then(
+    allPages<Org>((cursor) => unwrap(pub().GET('/orgs', { params: { query: { cursor, limit: 200 } } }))).then(
       (orgs) => {
         if (!live) return;
         session.setOrgs(orgs);
@@ -129,7 +131,7 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
       let after = 0;
       for (let attempt = 0; !cancelled; attempt++) {
         try {
-          after = (await pub.get<EventPage>(`/orgs/${encodeURIComponent(org.orgId)}/events`, { query: { limit: 1 } })).lastOffset;
+          after = (await unwrap(pub().GET('/orgs/{org_id}/events', { params: { path: { org_id: org.orgId }, query: { limit: 1 } } }))).lastOffset;
           break;
         } catch (err) {
           if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {

@@ -242,7 +242,7 @@ export class OrgStream {
       for (const item of page.items) {
         if (item.offset <= this.after) continue;
         this.after = item.offset;
-        this.handlers.onEvent(item.offset, item.event);
+        this.handlers.onEvent(item.offset, item.event as EventEnvelope);
       }
       return 'done';
     } catch (err) {

@@ -1,8 +1,8 @@
 import { useId, useState } from 'preact/hooks';
-import { admin, allPages } from '../api';
+import { admin, allPages, unwrap } from '../api';
 import { useOrg } from '../app';
 import { ConfirmDialog, ErrorNote, Loading, SecretOnce, Time, useLoad } from '../components';
-import type { ApiKey, Page } from '../types';
+import type { ApiKey } from '../types';
 import { covers, describeSubject } from './webhooks';
 
 /** API keys that reach this organization: mint one for it (shown once), rotate, revoke. */
@@ -10,7 +10,7 @@ export function ApiKeysPage() {
   const { org } = useOrg();
   const keys = useLoad(
     async (signal) =>
-      (await allPages<ApiKey>((cursor) => admin.get<Page<ApiKey>>('/api-keys', { query: { cursor, limit: 200 }, signal }))).filter((k) =>
+      (await allPages<ApiKey>((cursor) => unwrap(admin().GET('/api-keys', { params: { query: { cursor, limit: 200 } }, signal })))).filter((k) =>
         covers(k.subject, k.allowedOrgIds, org),
       ),
     [org.orgId],
@@ -31,11 +31,11 @@ export function ApiKeysPage() {
     setMinting(true);
     setError(null);
     try {
-      const created = await admin.post<ApiKey>('/api-keys', {
-        name: name.trim(),
-        subject: { type: 'org', id: org.orgId },
-        permissions: write ? ['read', 'write'] : ['read'],
-      });
+      const created = await unwrap(
+        admin().POST('/api-keys', {
+          body: { name: name.trim(), subject: { type: 'org', id: org.orgId }, permissions: write ? ['read', 'write'] : ['read'] },
+        }),
+      );
       if (created.key) setSecret({ label: `New API key “${created.name}”`, value: created.key });
       setName('');
       keys.reload();
@@ -51,15 +51,15 @@ export function ApiKeysPage() {
     setBusy(true);
     setError(null);
     try {
-      const id = encodeURIComponent(confirm.key.apiKeyId);
+      const path = { id: confirm.key.apiKeyId };
       if (confirm.kind === 'rotate') {
-        const rotated = await admin.post<ApiKey>(`/api-keys/${id}/rotate`, {});
+        const rotated = await unwrap(admin().POST('/api-keys/{id}/rotate', { params: { path }, body: {} }));
         if (rotated.key) setSecret({ label: `Rotated key for “${rotated.name}”`, value: rotated.key });
         setRotationNote(
           rotated.previousKeyExpiresAt ? `The previous key works until ${new Date(rotated.previousKeyExpiresAt).toLocaleString('en-GB')}.` : null,
         );
       } else {
-        await admin.post<ApiKey>(`/api-keys/${id}/revoke`);
+        await unwrap(admin().POST('/api-keys/{id}/revoke', { params: { path } }));
       }
       setConfirm(null);
       keys.reload();

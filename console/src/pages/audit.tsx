@@ -1,8 +1,8 @@
 import { useId, useState } from 'preact/hooks';
-import { pub } from '../api';
+import { pub, unwrap } from '../api';
 import { useOrg } from '../app';
 import { ErrorNote, Loading, Time, useLoad } from '../components';
-import type { AuditEntry, Page } from '../types';
+import type { AuditEntry } from '../types';
 
 const CATEGORIES = ['emergency', 'message', 'api_key', 'admin_key', 'webhook', 'device', 'category', 'user', 'org'];
 
@@ -29,7 +29,7 @@ export function AuditPage() {
   const [cursor, setCursor] = useState<string | null>(null);
   const [moreError, setMoreError] = useState<unknown>(null);
   const ids = { category: useId(), type: useId(), actor: useId(), since: useId(), until: useId() };
-  const path = `/orgs/${encodeURIComponent(org.orgId)}/audit-logs`;
+  const path = { org_id: org.orgId };
   const query = (f: Filters, c?: string | null) => ({
     eventCategory: f.eventCategory || undefined,
     eventType: f.eventType.trim() || undefined,
@@ -41,12 +41,12 @@ export function AuditPage() {
   });
   const first = useLoad(
     async (signal) => {
-      const page = await pub.get<Page<AuditEntry>>(path, { query: query(applied), signal });
+      const page = await unwrap(pub().GET('/orgs/{org_id}/audit-logs', { params: { path, query: query(applied) }, signal }));
       setMore([]);
       setCursor(page.nextCursor);
       return page.items;
     },
-    [path, JSON.stringify(applied)],
+    [org.orgId, JSON.stringify(applied)],
   );
   const set = (field: keyof Filters) => (e: Event) => setDraft({ ...draft, [field]: (e.target as HTMLInputElement).value });
   const entries = [...(first.data ?? []), ...more];
@@ -148,7 +148,7 @@ export function AuditPage() {
           type="button"
           class="secondary"
           onClick={() =>
-            pub.get<Page<AuditEntry>>(path, { query: query(applied, cursor) }).then((page) => {
+            unwrap(pub().GET('/orgs/{org_id}/audit-logs', { params: { path, query: query(applied, cursor) } })).then((page) => {
               setMore((m) => [...m, ...page.items]);
               setCursor(page.nextCursor);
             }, setMoreError)

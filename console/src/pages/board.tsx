@@ -1,9 +1,9 @@
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
-import { allPages, pub } from '../api';
+import { allPages, pub, unwrap } from '../api';
 import { useLiveEvents, useOrg } from '../app';
 import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, Note, Severity, StatusBadge, Time } from '../components';
 import { paths } from '../router';
-import type { Category, Emergency, EmergencyStatus, Page } from '../types';
+import type { Category, Emergency, EmergencyStatus } from '../types';
 
 type Filter = 'open' | 'all' | EmergencyStatus;
 
@@ -20,7 +20,6 @@ function newestFirst(a: Emergency, b: Emergency): number {
 /** The organization's emergencies, newest first, kept current by the live channel. */
 export function BoardPage() {
   const { org, canWrite, generation } = useOrg();
-  const orgPath = `/orgs/${encodeURIComponent(org.orgId)}`;
   const [rows, setRows] = useState<Map<string, Emergency>>(new Map());
   const [nextCursor, setNextCursor] = useState<string | null>(null);
   const [loading, setLoading] = useState(true);
@@ -32,7 +31,9 @@ export function BoardPage() {
   const filterId = useId();
 
   async function loadPage(cursor: string | null) {
-    const page = await pub.get<Page<Emergency>>(`${orgPath}/emergencies`, { query: { limit: 50, cursor } });
+    const page = await unwrap(
+      pub().GET('/orgs/{org_id}/emergencies', { params: { path: { org_id: org.orgId }, query: { limit: 50, cursor: cursor ?? undefined } } }),
+    );
     setRows((current) => {
       const next = new Map(current);
       for (const e of page.items) if (!touched.current.has(e.emergencyId)) next.set(e.emergencyId, e);
@@ -73,7 +74,7 @@ export function BoardPage() {
         </p>
       </div>
       {canWrite === false && <Note>This key can read only: declaring, re-categorizing and resolving need a key with the write permission.</Note>}
-      {canWrite !== false && <DeclarePanel orgPath={orgPath} orgName={org.name} />}
+      {canWrite !== false && <DeclarePanel orgId={org.orgId} orgName={org.name} />}
       <div class="toolbar">
         <label for={filterId}>Show</label>
         <select id={filterId} value={filter} onChange={(e) => setFilter((e.target as HTMLSelectElement).value as Filter)}>
@@ -137,22 +138,21 @@ export function BoardPage() {
   );
 }
 
-export function useCategories(orgPath: string) {
+export function useCategories(orgId: string) {
   const [categories, setCategories] = useState<Category[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
-    allPages<Category>((cursor) => pub.get<Page<Category>>(`${orgPath}/emergencies/categories`, { query: { cursor, limit: 200 } })).then(
-      setCategories,
-      setError,
-    );
-  }, [orgPath]);
+    allPages<Category>((cursor) =>
+      unwrap(pub().GET('/orgs/{org_id}/emergencies/categories', { params: { path: { org_id: orgId }, query: { cursor, limit: 200 } } })),
+    ).then(setCategories, setError);
+  }, [orgId]);
   return { categories, error };
 }
 
 /** Declare: a short form, then a confirmation naming the category and the organization. */
-function DeclarePanel({ orgPath, orgName }: { orgPath: string; orgName: string }) {
+function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
   const [open, setOpen] = useState(false);
-  const { categories, error: categoriesError } = useCategories(orgPath);
+  const { categories, error: categoriesError } = useCategories(orgId);
   const [categoryId, setCategoryId] = useState('');
   const [description, setDescription] = useState('');
   const [floor, setFloor] = useState('');
@@ -168,10 +168,16 @@ function DeclarePanel({ orgPath, orgName }: { orgPath: string; orgName: string }
     setBusy(true);
     setError(null);
     try {
-      const body: Record<string, unknown> = { categoryId: chosen?.categoryId };
-      if (description.trim()) body.description = description.trim();
-      if (floor.trim()) body.location = { floorId: floor.trim() };
-      const created = await pub.post<Emergency>(`${orgPath}/emergencies`, body);
+      const created = await unwrap(
+        pub().POST('/orgs/{org_id}/emergencies', {
+          params: { path: { org_id: orgId } },
+          body: {
+            categoryId: chosen?.categoryId,
+            ...(description.trim() ? { description: description.trim() } : {}),
+            ...(floor.trim() ? { location: { floorId: floor.trim() } } : {}),
+          },
+        }),
+      );
       setDone(created);
       setConfirming(false);
       setOpen(false);

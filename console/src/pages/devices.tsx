@@ -1,18 +1,18 @@
 import { useEffect, useId, useState } from 'preact/hooks';
-import { admin, allPages, pub } from '../api';
+import { admin, allPages, pub, unwrap } from '../api';
 import { useLiveEvents, useOrg, useSession } from '../app';
 import { ConfirmDialog, ErrorNote, Loading, SecretOnce, Time, useLoad } from '../components';
-import type { AdminDevice, DeviceStatus, Page } from '../types';
+import type { AdminDevice, DeviceStatus } from '../types';
 
 /** Base stations: presence and acknowledgement lag for every key; tokens, revocation and new devices for admin keys. */
 export function DevicesPage() {
   const { org } = useOrg();
   const session = useSession();
   const isAdmin = session.kind === 'admin';
-  const orgPath = `/orgs/${encodeURIComponent(org.orgId)}`;
-  const devices = useLoad(
-    (signal) => allPages<DeviceStatus>((cursor) => pub.get<Page<DeviceStatus>>(`${orgPath}/devices`, { query: { cursor, limit: 200 }, signal })),
-    [orgPath],
+  const devices = useLoad<DeviceStatus[]>(
+    (signal) =>
+      allPages((cursor) => unwrap(pub().GET('/orgs/{org_id}/devices', { params: { path: { org_id: org.orgId }, query: { cursor, limit: 200 } }, signal }))),
+    [org.orgId],
   );
   const [secret, setSecret] = useState<{ label: string; value: string } | null>(null);
   const [confirm, setConfirm] = useState<{ kind: 'revoke' | 'rotate'; device: DeviceStatus } | null>(null);
@@ -34,12 +34,12 @@ export function DevicesPage() {
     setBusy(true);
     setError(null);
     try {
-      const id = encodeURIComponent(confirm.device.deviceId);
+      const path = { device_id: confirm.device.deviceId };
       if (confirm.kind === 'rotate') {
-        const record = await admin.post<AdminDevice>(`/devices/${id}/rotate-token`);
+        const record = await unwrap(admin().POST('/devices/{device_id}/rotate-token', { params: { path } }));
         if (record.token) setSecret({ label: `New token for ${record.name}`, value: record.token });
       } else {
-        await admin.post<AdminDevice>(`/devices/${id}/revoke`);
+        await unwrap(admin().POST('/devices/{device_id}/revoke', { params: { path } }));
       }
       setConfirm(null);
       devices.reload();
@@ -56,7 +56,9 @@ export function DevicesPage() {
     setAdding(true);
     setError(null);
     try {
-      const record = await admin.post<AdminDevice>(`${orgPath}/devices`, { name: name.trim() });
+      const record = (await unwrap(
+        admin().POST('/orgs/{org_id}/devices', { params: { path: { org_id: org.orgId } }, body: { name: name.trim() } }),
+      )) as AdminDevice;
       if (record.token) setSecret({ label: `Token for ${record.name}`, value: record.token });
       setName('');
       devices.reload();

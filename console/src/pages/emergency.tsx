@@ -1,9 +1,9 @@
 import { useEffect, useId, useState } from 'preact/hooks';
-import { allPages, ApiError, explain, fetchBlobUrl, pub } from '../api';
+import { allPages, ApiError, attachmentUrl, explain, pub, unwrap } from '../api';
 import { useLiveEvents, useOrg } from '../app';
 import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, Note, Severity, StatusBadge, Time, useLoad } from '../components';
 import { paths } from '../router';
-import type { Attachment, Emergency, EventPage, FeedItem, Message, Page, Receipts } from '../types';
+import type { Attachment, Emergency, FeedItem, Message, Receipts } from '../types';
 import { useCategories } from './board';
 
 const EVENT_LABEL: Record<string, string> = {
@@ -15,15 +15,27 @@ const EVENT_LABEL: Record<string, string> = {
 /** One emergency: its record, timeline, messages and receipts; re-categorize and resolve for write keys. */
 export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
   const { org, canWrite } = useOrg();
-  const base = `/orgs/${encodeURIComponent(org.orgId)}/emergencies/${encodeURIComponent(emergencyId)}`;
-  const record = useLoad((signal) => pub.get<Emergency>(base, { signal }), [base]);
-  const timeline = useLoad(
-    (signal) => allPages<FeedItem>((cursor) => pub.get<EventPage>(`${base}/events`, { query: { cursor, limit: 500 }, signal }), 2000),
+  const base = `${org.orgId}/${emergencyId}`;
+  const path = { org_id: org.orgId, emergency_id: emergencyId };
+  const record = useLoad<Emergency>((signal) => unwrap(pub().GET('/orgs/{org_id}/emergencies/{emergency_id}', { params: { path }, signal })), [base]);
+  const timeline = useLoad<FeedItem[]>(
+    (signal) =>
+      allPages(
+        (cursor) => unwrap(pub().GET('/orgs/{org_id}/emergencies/{emergency_id}/events', { params: { path, query: { cursor, limit: 500 } }, signal })),
+        2000,
+      ) as Promise<FeedItem[]>,
     [base],
   );
-  const receipts = useLoad((signal) => pub.get<Receipts>(`${base}/receipts`, { query: { detail: 'devices' }, signal }), [base]);
-  const messages = useLoad(
-    (signal) => allPages<Message>((cursor) => pub.get<Page<Message>>(`${base}/messages`, { query: { cursor, limit: 200 }, signal }), 500),
+  const receipts = useLoad<Receipts>(
+    (signal) => unwrap(pub().GET('/orgs/{org_id}/emergencies/{emergency_id}/receipts', { params: { path, query: { detail: 'devices' } }, signal })),
+    [base],
+  );
+  const messages = useLoad<Message[]>(
+    (signal) =>
+      allPages(
+        (cursor) => unwrap(pub().GET('/orgs/{org_id}/emergencies/{emergency_id}/messages', { params: { path, query: { cursor, limit: 200 } }, signal })),
+        500,
+      ),
     [base],
   );
 
@@ -118,7 +130,7 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
         </dl>
       </section>
       {canWrite === false && e.status !== 'resolved' && <Note>This key can read only: re-categorizing and resolving need the write permission.</Note>}
-      {canWrite !== false && e.status !== 'resolved' && <Actions emergency={e} base={base} onChanged={record.set} />}
+      {canWrite !== false && e.status !== 'resolved' && <Actions emergency={e} onChanged={record.set} />}
 
       <div class="columns">
         <section aria-labelledby="timeline-title">
@@ -143,14 +155,14 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
         </section>
         <ReceiptsSection receipts={receipts.data} error={receipts.error} onRefresh={receipts.reload} />
       </div>
-      <MessagesSection messages={messages.data} error={messages.error} base={base} />
+      <MessagesSection messages={messages.data} error={messages.error} emergency={e} />
     </article>
   );
 }
 
-function Actions({ emergency, base, onChanged }: { emergency: Emergency; base: string; onChanged: (e: Emergency) => void }) {
-  const { org } = useOrg();
-  const { categories } = useCategories(`/orgs/${encodeURIComponent(org.orgId)}`);
+function Actions({ emergency, onChanged }: { emergency: Emergency; onChanged: (e: Emergency) => void }) {
+  const { categories } = useCategories(emergency.orgId);
+  const path = { org_id: emergency.orgId, emergency_id: emergency.emergencyId };
   const [categoryId, setCategoryId] = useState('');
   const [note, setNote] = useState('');
   const [confirm, setConfirm] = useState<'recategorize' | 'resolve' | null>(null);
@@ -166,10 +178,11 @@ function Actions({ emergency, base, onChanged }: { emergency: Emergency; base: s
     setError(null);
     try {
       if (confirm === 'recategorize' && target) {
-        onChanged(await pub.patch<Emergency>(base, { categoryId: target.categoryId }));
+        onChanged(await unwrap(pub().PATCH('/orgs/{org_id}/emergencies/{emergency_id}', { params: { path }, body: { categoryId: target.categoryId } })));
         setDone(`Re-categorized as ${target.name}.`);
       } else if (confirm === 'resolve') {
-        onChanged(await pub.post<Emergency>(`${base}/resolutions`, note.trim() ? { resolutionNote: note.trim() } : {}));
+        const body = note.trim() ? { resolutionNote: note.trim() } : {};
+        onChanged(await unwrap(pub().POST('/orgs/{org_id}/emergencies/{emergency_id}/resolutions', { params: { path }, body })));
         setDone('Resolved.');
       }
       setConfirm(null);
@@ -312,13 +325,13 @@ function ReceiptsSection({ receipts, error, onRefresh }: { receipts: Receipts | 
   );
 }
 
-function Thumbnail({ base, attachment }: { base: string; attachment: Attachment }) {
+function Thumbnail({ emergency, attachment }: { emergency: Emergency; attachment: Attachment }) {
   const [src, setSrc] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     const controller = new AbortController();
     let url: string | null = null;
-    fetchBlobUrl(`${base}/attachments/${encodeURIComponent(attachment.attachmentId)}/content`, controller.signal).then(
+    attachmentUrl(emergency.orgId, emergency.emergencyId, attachment.attachmentId, controller.signal).then(
       (u) => {
         url = u;
         setSrc(u);
@@ -329,8 +342,8 @@ function Thumbnail({ base, attachment }: { base: string; attachment: Attachment 
       controller.abort();
       if (url) URL.revokeObjectURL(url);
     };
-  }, [base, attachment.attachmentId]);
-  const alt = attachment.caption || attachment.name || 'Image attachment';
+  }, [emergency.orgId, emergency.emergencyId, attachment.attachmentId]);
+  const alt = attachment.caption || 'Image attachment';
   if (error) return <span class="muted">{error instanceof ApiError ? explain(error) : 'The image could not be loaded.'}</span>;
   if (!src) return <span class="thumb placeholder" role="img" aria-label={`Loading ${alt}`} />;
   return (
@@ -340,16 +353,16 @@ function Thumbnail({ base, attachment }: { base: string; attachment: Attachment 
   );
 }
 
-function StoredFile({ base, attachment }: { base: string; attachment: Attachment }) {
+function StoredFile({ emergency, attachment }: { emergency: Emergency; attachment: Attachment }) {
   const [error, setError] = useState<unknown>(null);
-  const label = attachment.caption || attachment.name || `${attachment.kind} (${attachment.mimeType ?? 'file'})`;
+  const label = attachment.caption || `${attachment.kind} (${attachment.mimeType ?? 'file'})`;
   return (
     <>
       <button
         type="button"
         class="link"
         onClick={() =>
-          fetchBlobUrl(`${base}/attachments/${encodeURIComponent(attachment.attachmentId)}/content`).then((u) => window.open(u, '_blank', 'noopener'), setError)
+          attachmentUrl(emergency.orgId, emergency.emergencyId, attachment.attachmentId).then((u) => window.open(u, '_blank', 'noopener'), setError)
         }
       >
         Open {label}
@@ -359,7 +372,7 @@ function StoredFile({ base, attachment }: { base: string; attachment: Attachment
   );
 }
 
-function AttachmentView({ base, attachment }: { base: string; attachment: Attachment }) {
+function AttachmentView({ emergency, attachment }: { emergency: Emergency; attachment: Attachment }) {
   if (attachment.source === 'url' && attachment.url) {
     return (
       <a href={attachment.url} target="_blank" rel="noopener noreferrer">
@@ -367,11 +380,11 @@ function AttachmentView({ base, attachment }: { base: string; attachment: Attach
       </a>
     );
   }
-  if (attachment.kind === 'image') return <Thumbnail base={base} attachment={attachment} />;
-  return <StoredFile base={base} attachment={attachment} />;
+  if (attachment.kind === 'image') return <Thumbnail emergency={emergency} attachment={attachment} />;
+  return <StoredFile emergency={emergency} attachment={attachment} />;
 }
 
-function MessagesSection({ messages, error, base }: { messages: Message[] | null; error: unknown; base: string }) {
+function MessagesSection({ messages, error, emergency }: { messages: Message[] | null; error: unknown; emergency: Emergency }) {
   return (
     <section aria-labelledby="messages-title">
       <h2 id="messages-title">Messages</h2>
@@ -387,14 +400,14 @@ function MessagesSection({ messages, error, base }: { messages: Message[] | null
           {messages.map((m) => (
             <li key={m.messageId} class="message">
               <div class="muted small">
-                {m.author?.name ?? m.source ?? 'unknown'} · <Time iso={m.createdAt} mode="relative" />
+                {m.source ?? 'unknown'} · <Time iso={m.createdAt} mode="relative" />
               </div>
               {m.content && <p>{m.content}</p>}
               {m.attachments.length > 0 && (
                 <ul class="attachments">
                   {m.attachments.map((a) => (
                     <li key={a.attachmentId}>
-                      <AttachmentView base={base} attachment={a} />
+                      <AttachmentView emergency={emergency} attachment={a} />
                       {a.caption && a.kind === 'image' && a.source !== 'url' && <span class="caption">{a.caption}</span>}
                     </li>
                   ))}

@@ -1,9 +1,9 @@
 import { useEffect, useId, useState } from 'preact/hooks';
-import { allPages, pub } from '../api';
+import { allPages, pub, unwrap } from '../api';
 import { useSession } from '../app';
 import { ErrorNote, Link, Loading } from '../components';
 import { paths } from '../router';
-import type { Org, Page } from '../types';
+import type { Org } from '../types';
 
 /** The organizations the key covers (GET /orgs), by name; picking one opens its board. */
 export function OrgPicker() {
@@ -14,7 +14,7 @@ export function OrgPicker() {
 
   useEffect(() => {
     if (session.orgs) return;
-    allPages<Org>((cursor) => pub.get<Page<Org>>('/orgs', { query: { cursor, limit: 200 } })).then(session.setOrgs, setError);
+    allPages<Org>((cursor) => unwrap(pub().GET('/orgs', { params: { query: { cursor, limit: 200 } } }))).then(session.setOrgs, setError);
   }, [session]);
 
   if (error) return <ErrorNote error={error} onRetry={() => setError(null)} />;

@@ -1,7 +1,7 @@
 import { useId, useState } from 'preact/hooks';
-import { allPages, ApiError, explain, pub } from '../api';
+import { allPages, ApiError, explain, pub, unwrap } from '../api';
 import { keepKey } from '../session';
-import type { Org, Page } from '../types';
+import type { Org } from '../types';
 
 /** Sign-in with an admin key or an API key; the key is checked (GET /orgs) before it is kept for this tab. */
 export function SignIn({ message, onSignedIn }: { message: string | null; onSignedIn: (key: string, orgs: Org[]) => void }) {
@@ -22,7 +22,9 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
     setBusy(true);
     setError(null);
     try {
-      const orgs = await allPages<Org>((cursor) => pub.get<Page<Org>>('/orgs', { query: { cursor, limit: 200 }, key: candidate, keepSessionOn401: true }));
+      const orgs = await allPages<Org>((cursor) =>
+        unwrap(pub(candidate).GET('/orgs', { params: { query: { cursor, limit: 200 } } }), { keepSessionOn401: true }),
+      );
       keepKey(candidate);
       onSignedIn(candidate, orgs);
     } catch (err) {

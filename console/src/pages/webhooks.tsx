@@ -1,5 +1,5 @@
 import { useId, useState } from 'preact/hooks';
-import { admin, allPages } from '../api';
+import { admin, allPages, unwrap } from '../api';
 import { useOrg } from '../app';
 import { ConfirmDialog, ErrorNote, Loading, Note, Time, useLoad } from '../components';
 import type { Delivery, Org, Page, Subject, Webhook } from '../types';
@@ -26,7 +26,7 @@ export function WebhooksPage() {
   const { org } = useOrg();
   const hooks = useLoad(
     async (signal) =>
-      (await allPages<Webhook>((cursor) => admin.get<Page<Webhook>>('/webhooks', { query: { cursor, limit: 200 }, signal }))).filter((w) =>
+      (await allPages<Webhook>((cursor) => unwrap(admin().GET('/webhooks', { params: { query: { cursor, limit: 200 } }, signal })))).filter((w) =>
         covers(w.subject, w.allowedOrgIds, org),
       ),
     [org.orgId],
@@ -65,8 +65,11 @@ function health(deliveries: Delivery[] | null): { label: string; tone: 'ok' | 'w
 
 function WebhookCard({ webhook }: { webhook: Webhook }) {
   const { org } = useOrg();
-  const path = `/webhooks/${encodeURIComponent(webhook.webhookId)}`;
-  const deliveries = useLoad((signal) => admin.get<Page<Delivery>>(`${path}/deliveries`, { query: { limit: 10 }, signal }), [path]);
+  const path = { id: webhook.webhookId };
+  const deliveries = useLoad<Page<Delivery>>(
+    (signal) => unwrap(admin().GET('/webhooks/{id}/deliveries', { params: { path, query: { limit: 10 } }, signal })),
+    [webhook.webhookId],
+  );
   const [testResult, setTestResult] = useState<string | null>(null);
   const [testing, setTesting] = useState(false);
   const [since, setSince] = useState(() => toLocalInput(new Date(Date.now() - 3600_000)));
@@ -83,7 +86,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
     setTestResult(null);
     setError(null);
     try {
-      const r = await admin.post<{ outcome: string; status: number | null; latencyMs: number; error: string | null }>(`${path}/test`);
+      const r = await unwrap(admin().POST('/webhooks/{id}/test', { params: { path } }));
       setTestResult(
         r.outcome === 'succeeded'
           ? `Test delivered: HTTP ${r.status} in ${Math.round(r.latencyMs)} ms.`
@@ -100,7 +103,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
     setBusy(true);
     setError(null);
     try {
-      const r = await admin.post<{ replayed: number }>(`${path}/replay`, { since: new Date(since).toISOString() });
+      const r = await unwrap(admin().POST('/webhooks/{id}/replay', { params: { path }, body: { since: new Date(since).toISOString() } }));
       setReplayed(`Replayed ${r.replayed} event${r.replayed === 1 ? '' : 's'}.`);
       setConfirming(false);
       deliveries.reload();

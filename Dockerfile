@@ -4,10 +4,11 @@ WORKDIR /app
 # better-sqlite3 compiles its native addon during npm ci.
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 # npm ci compiles the TypeScript sources into dist/ and builds the operator console into dist/console
-# (the prepare script), so they come in first.
+# (the prepare script; the console calls the APIs through the typed client), so they come in first.
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY console ./console
+COPY clients ./clients
 RUN npm ci
 COPY . .
 RUN npm run build && npm run typecheck && npm prune --omit=dev

@@ -6,6 +6,24 @@ import { mintKey } from '../helpers/server.js';
 import { dataUri, png } from '../messages/fixtures.js';
 import { ackingDevice, type ConsoleFixture, consoleFixture, eventually } from './support.js';
 
+/**
+ * In the page: every control, image, dialog, nav, table and form without an accessible name (from
+ * aria-label, aria-labelledby, a <label>, title, alt, or a button's or link's text). A string, so the
+ * test runner's transpiler adds nothing to it.
+ */
+const UNNAMED_CONTROLS = `(() => {
+  const nameOf = (el) => {
+    const labelledBy = el.getAttribute('aria-labelledby');
+    const byIds = labelledBy ? labelledBy.split(/\\s+/).map((id) => document.getElementById(id)?.textContent ?? '').join(' ') : '';
+    const labels = el.labels ? Array.from(el.labels).map((l) => l.textContent ?? '') : [];
+    const own = el.matches('button, a') ? el.textContent ?? '' : '';
+    return [el.getAttribute('aria-label') ?? '', byIds, ...labels, el.getAttribute('title') ?? '', el.getAttribute('alt') ?? '', own].join(' ').trim();
+  };
+  return Array.from(document.querySelectorAll('button, a[href], input, select, textarea, img, [role="img"], dialog, nav, table, form'))
+    .filter((el) => !nameOf(el))
+    .map((el) => el.outerHTML.slice(0, 120));
+})()`;
+
 /** The operator console (extensions §6) in Debian's Chromium against a real server on its own database. */
 describe('operator console', () => {
   let f: ConsoleFixture;
@@ -341,5 +359,26 @@ describe('operator console', () => {
       .getByText(/Not allowed: this page needs an admin key/)
       .waitFor();
     assert.notEqual(await page.evaluate(() => sessionStorage.getItem('emergency-console.key')), null, 'a 403 keeps the session');
+  });
+
+  it('every control has an accessible name and no page scrolls sideways, at 1280 px and at 390 px', async () => {
+    const declared = await f.api.post(`${orgPath}/emergencies`, { categoryName: 'Fire', description: 'a11y check' });
+    await f.api.post(`${orgPath}/emergencies/${declared.body.emergencyId}/messages`, {
+      content: 'photo',
+      attachments: [{ src: dataUri('image/png', png(8, 8)), caption: 'Tiny' }],
+    });
+    const pages = ['', `/emergencies/${declared.body.emergencyId}`, '/devices', '/webhooks', '/api-keys', '/audit'];
+    for (const width of [1280, 390]) {
+      const page = await f.signedIn(f.adminKey, width);
+      for (const path of pages) {
+        await page.goto(`${f.server.url}/console/orgs/${f.org.orgId}${path}`);
+        await page.locator('main h1').first().waitFor();
+        await eventually(async () => (await page.getByText(/^Loading .*…$/).count()) === 0, `${path} loaded`);
+        const unnamed = (await page.evaluate(UNNAMED_CONTROLS)) as string[];
+        assert.deepEqual(unnamed, [], `unnamed controls on ${path || 'the board'} at ${width} px`);
+        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        assert.ok(overflow <= 0, `${path || 'the board'} scrolls sideways by ${overflow} px at ${width} px`);
+      }
+    }
   });
 });

@@ -73,6 +73,15 @@ function throughput(metric: string, service: LoadResult | undefined, baseline: L
   };
 }
 
+/** `throughput` with both latencies and, when measured, the servers' CPU time per request in the note. */
+function throughputWithLatency(metric: string, service: LoadResult | undefined, baseline: LoadResult | undefined): RowInput {
+  const row = throughput(metric, service, baseline);
+  if (!service || !baseline) return row;
+  const cpu = (r: LoadResult) => (r as Result).cpuUsPerRequest;
+  const cpuNote = cpu(service) && cpu(baseline) ? `; server CPU/request ${cpu(service)} vs ${cpu(baseline)} µs` : '';
+  return { ...row, note: `p50 ${service.p50} vs ${baseline.p50} ms, p99 ${service.p99} vs ${baseline.p99} ms${cpuNote}` };
+}
+
 const find = (results: LoadResult[], test: (name: string) => boolean) => results.find((r) => test(r.name));
 const isBaseline = (n: string) => /baseline/i.test(n);
 const isPg = (n: string) => /\bpg\b|postgres/i.test(n);
@@ -220,6 +229,29 @@ export const scenarios: Scenario[] = [
         });
       }
       return rows;
+    },
+  },
+  {
+    id: 'receipts',
+    file: 'bench/receipts.ts',
+    output: 'bench-json',
+    env: (o): Record<string, string> => (o.quick ? { BENCH_RECEIPT_DEVICES: '200', BENCH_RECEIPT_EVENTS: '200' } : {}),
+    // Setup (devices connected, events made and acknowledged) takes under a minute; then four measurements.
+    timeoutSeconds: (o) => 240 + 4 * (o.duration + 2),
+    rows(raw) {
+      const results = findLoadResults(raw);
+      const named = (n: string) => find(results, (x) => x === n);
+      const echo = named('baseline: fastify JSON echo');
+      const org = `${raw.devices} acking devices, ${raw.events} events in the org`;
+      return [
+        throughputWithLatency(`GET receipts, ${raw.emergencyEvents} events (${org}) vs bare echo`, named('service: GET receipts'), echo),
+        throughputWithLatency(`GET events, page of ${raw.pageLimit} (${org}) vs bare echo`, named(`service: GET events limit ${raw.pageLimit}`), echo),
+        throughputWithLatency(
+          `GET receipts ?detail=devices, ${raw.detailConnections} connections vs bare echo`,
+          named(`service: GET receipts detail=devices, ${raw.detailConnections} connections`),
+          echo,
+        ),
+      ];
     },
   },
   {

@@ -176,11 +176,13 @@ export const scenarios: Scenario[] = [
       const rows: RowInput[] = [];
       if (raw.latency) {
         const l = raw.latency;
-        const missing = l.missing ? `${l.missing} declares not delivered to every device` : undefined;
+        const notAcked = l.acked !== undefined && l.acked < l.devices ? `${l.devices - l.acked} devices never acknowledged the last event` : undefined;
+        const missing = [l.missing ? `${l.missing} declares not delivered to every device` : undefined, notAcked].filter(Boolean).join('; ') || undefined;
         // Arrival at the device's socket (kernel receive timestamp); the co-located readers' own read time is in the note.
         const read = l.everyDeliveryReadMs ? `read by the co-located readers: p99 ${l.everyDeliveryReadMs.p99.toFixed(2)} ms` : undefined;
+        const acking = raw.devicesAck ? ', devices acking' : '';
         rows.push({
-          metric: `push p99, declare→frame (${l.devices} devices)`,
+          metric: `push p99, declare→frame (${l.devices} devices${acking})`,
           value: l.everyDeliveryMs.p99,
           unit: 'ms',
           baseline: l.singleDeviceFrameMs.p99,
@@ -190,7 +192,7 @@ export const scenarios: Scenario[] = [
           note: read,
         });
         rows.push({
-          metric: `push p50, declare→frame (${l.devices} devices)`,
+          metric: `push p50, declare→frame (${l.devices} devices${acking})`,
           value: l.everyDeliveryMs.p50,
           unit: 'ms',
           baseline: l.singleDeviceFrameMs.p50,

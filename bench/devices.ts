@@ -36,6 +36,7 @@ import { createDevice } from '../src/domain/devices/service.js';
 import { createApiKey } from '../src/domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/service.js';
 import { compiledTool } from './lib/c-tools.js';
+import { processCpuMs } from './lib/harness.js';
 import { type Arrivals, DeviceSwarm, monotonicMs } from './lib/device-swarm.js';
 
 const LATENCY_DEVICES = Number(process.env.BENCH_LATENCY_DEVICES ?? 1_000);
@@ -298,6 +299,9 @@ async function latencyRun(server: ServerChild, ctx: AppContext, devices: number,
   const base = Number((await ctx.db.db.selectFrom('orgs').select('event_offset').where('id', '=', orgId).executeTakeFirstOrThrow()).event_offset);
   await sleep(300);
   await swarm.collect();
+  // The server's CPU time from the first measured declare until its frames (and, with acks, the acks of them)
+  // are written: steadier than latencies when other work shares the machine.
+  const cpuBefore = processCpuMs(server.child);
   const sentAt = new Map<number, number>();
   for (let i = 1; i <= declares; i++) {
     const t0 = monotonicMs();
@@ -325,8 +329,9 @@ async function latencyRun(server: ServerChild, ctx: AppContext, devices: number,
       await sleep(100);
     }
   }
+  const serverCpuMsPerDeclare = Number(((processCpuMs(server.child) - cpuBefore) / declares).toFixed(3));
   await swarm.close();
-  return { roundTrips, ...deliveries, acked };
+  return { roundTrips, ...deliveries, acked, serverCpuMsPerDeclare };
 }
 
 async function main() {
@@ -378,6 +383,9 @@ async function main() {
       const allRead = summarize(`declare → frame read, every delivery`, many.read);
       console.log(`  missing deliveries: ${many.missing}`);
       if (ACK) console.log(`  devices whose acknowledged offset reached the last event: ${many.acked}/${LATENCY_DEVICES}`);
+      console.log(
+        `  server CPU per declare${ACK ? ' (with the acks of its frames)' : ''}: ${many.serverCpuMsPerDeclare} ms with ${LATENCY_DEVICES} devices, ${single.serverCpuMsPerDeclare} ms with 1`,
+      );
       // The server's own view (its /metrics histogram): from the commit until the frame has been
       // written to all of the org's sockets. Bucket bounds, not exact values.
       const serverSide = { p50AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.5), p99AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.99) };
@@ -396,6 +404,8 @@ async function main() {
         lastDeviceMs: percentiles(many.last).p50,
         serverCommitToAllWrittenMs: serverSide,
         missing: many.missing,
+        serverCpuMsPerDeclare: many.serverCpuMsPerDeclare,
+        singleDeviceServerCpuMsPerDeclare: single.serverCpuMsPerDeclare,
         ...(ACK ? { acked: many.acked } : {}),
       };
       console.log(

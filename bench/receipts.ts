@@ -248,7 +248,12 @@ async function allAcknowledged(api: string, auth: Record<string, string>, timeou
       cursor = page.nextCursor;
     } while (cursor);
     if (caughtUp === DEVICES) return;
-    if (Date.now() > deadline) throw new Error(`${DEVICES - caughtUp} devices still show a lag`);
+    if (Date.now() > deadline) {
+      // Every device has the last event and acknowledged it: the server received the acks but did not record them.
+      throw new Error(
+        `${DEVICES - caughtUp} devices still show a lag ${timeoutMs / 1000} s after receiving and acknowledging the last event: the gateway did not record their acks (it logs "ack flush" errors)`,
+      );
+    }
     await sleep(250);
   }
 }

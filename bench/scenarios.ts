@@ -176,7 +176,8 @@ export const scenarios: Scenario[] = [
       const rows: RowInput[] = [];
       if (raw.latency) {
         const l = raw.latency;
-        const notAcked = l.acked !== undefined && l.acked < l.devices ? `${l.devices - l.acked} devices never acknowledged the last event` : undefined;
+        const notAcked =
+          l.acked !== undefined && l.acked < l.devices ? `${l.devices - l.acked} devices' acks of the last event not recorded within 15 s` : undefined;
         const missing = [l.missing ? `${l.missing} declares not delivered to every device` : undefined, notAcked].filter(Boolean).join('; ') || undefined;
         // Arrival at the device's socket (kernel receive timestamp); the co-located readers' own read time is in the note.
         const read = l.everyDeliveryReadMs ? `read by the co-located readers: p99 ${l.everyDeliveryReadMs.p99.toFixed(2)} ms` : undefined;

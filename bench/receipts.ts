@@ -60,11 +60,12 @@ try {
   let org: { orgId: string; key: string; tokens: string[] };
   try {
     await migrateToLatest(ctx.db);
-    const partnerId = (await createPartner(ctx, { name: 'Bench partner' })).id;
-    const enterpriseId = (await createEnterprise(ctx, { partnerId, name: 'Bench enterprise' })).id;
-    const orgId = (await createOrg(ctx, { enterpriseId, name: 'Bench org' })).id;
-    await createCategory(ctx, orgId, { name: 'Fire', color: '#D32F2F', severity: 5, responseLevel: 'evacuate' });
-    await createCategory(ctx, orgId, { name: 'Medical', color: '#1976D2', severity: 3, responseLevel: 'medical' });
+    const operator = operatorCaller();
+    const partnerId = (await createPartner(ctx, operator, { name: 'Bench partner' })).partnerId;
+    const enterpriseId = (await createEnterprise(ctx, operator, partnerId, { name: 'Bench enterprise' })).enterpriseId;
+    const orgId = (await createOrg(ctx, operator, enterpriseId, { name: 'Bench org' })).orgId;
+    await createCategory(ctx, operator, orgId, { name: 'Fire', color: '#D32F2F', severity: 5, responseLevel: 'evacuate' });
+    await createCategory(ctx, operator, orgId, { name: 'Medical', color: '#1976D2', severity: 3, responseLevel: 'medical' });
     const { key } = await createApiKey(ctx, operatorCaller(), { name: 'bench', subjectType: 'org', subjectId: orgId, permissions: ['read', 'write'] });
     const tokens: string[] = [];
     for (let i = 0; i < DEVICES; i++) tokens.push((await createDevice(ctx, operatorCaller(), orgId, { name: `station ${String(i).padStart(4, '0')}` })).token);

@@ -12,6 +12,9 @@
  * Written in C because the kernel's timestamp is ancillary data of recvmsg(2), which node:net does not
  * expose.
  *
+ * With --ack, every device acknowledges every event frame at once, as firmware does: it answers with a masked
+ * {"type":"ack","offset":N} text frame as soon as the frame is parsed.
+ *
  * Commands, one per line on stdin:
  *   device HOST PORT PATH TOKEN   open a device stream (WebSocket handshake with a bearer token)
  *   tcp HOST PORT BYTES           open a plain TCP socket; every BYTES bytes read count as one numbered round
@@ -61,6 +64,7 @@ static size_t nsamples, capsamples;
 static int *complete_count; /* per offset: sockets that have it */
 static size_t capcount;
 static int epfd;
+static int ack_events; /* --ack: answer every event frame with an ack frame */
 
 static void die(const char *what) {
   fprintf(stderr, "device-reader: %s: %s\n", what, strerror(errno));
@@ -157,8 +161,24 @@ static Conn *add_conn(int fd) {
   return c;
 }
 
-/* Parses complete unmasked server frames in buf; returns the bytes consumed. */
-static size_t parse_frames(const unsigned char *buf, size_t len, int64_t arrival_ns, int64_t read_ns) {
+/* Sends {"type":"ack","offset":N} on a device socket, masked as every client frame must be. */
+static void send_ack(int fd, long offset) {
+  static uint32_t seed = 0x9e3779b9;
+  unsigned char frame[64];
+  char payload[48];
+  int len = snprintf(payload, sizeof payload, "{\"type\":\"ack\",\"offset\":%ld}", offset);
+  seed = seed * 1664525 + 1013904223;
+  unsigned char mask[4] = {seed >> 24, seed >> 16, seed >> 8, seed};
+  frame[0] = 0x81; /* FIN, text */
+  frame[1] = 0x80 | len;
+  memcpy(frame + 2, mask, 4);
+  for (int i = 0; i < len; i++) frame[6 + i] = payload[i] ^ mask[i % 4];
+  /* A few dozen bytes into a socket whose peer keeps reading: the blocking write does not wait. */
+  if (write(fd, frame, 6 + len) != 6 + len) die("ack write");
+}
+
+/* Parses complete unmasked server frames in buf (received on fd); returns the bytes consumed. */
+static size_t parse_frames(int fd, const unsigned char *buf, size_t len, int64_t arrival_ns, int64_t read_ns) {
   size_t pos = 0;
   while (len - pos >= 2) {
     int opcode = buf[pos] & 0x0f;
@@ -181,6 +201,7 @@ static size_t parse_frames(const unsigned char *buf, size_t len, int64_t arrival
       long offset = 0;
       for (size_t i = prefix; i < plen && payload[i] >= '0' && payload[i] <= '9'; i++) offset = offset * 10 + (payload[i] - '0');
       record(offset, arrival_ns, read_ns);
+      if (ack_events) send_ack(fd, offset);
     }
     pos += header + plen;
   }
@@ -189,7 +210,7 @@ static size_t parse_frames(const unsigned char *buf, size_t len, int64_t arrival
 
 /* Parses the complete frames among the bytes kept from earlier reads, keeping the incomplete rest. */
 static void parse_pending(Conn *c, int64_t arrival_ns, int64_t read_ns) {
-  size_t used = parse_frames(c->pending, c->pending_len, arrival_ns, read_ns);
+  size_t used = parse_frames(c->fd, c->pending, c->pending_len, arrival_ns, read_ns);
   memmove(c->pending, c->pending + used, c->pending_len - used);
   c->pending_len -= used;
   if (c->pending_len == 0) {
@@ -230,7 +251,7 @@ static void on_readable(Conn *c) {
   }
   /* A read carries the timestamp of the last bytes it took, so a frame is stamped when its last byte arrived. */
   if (c->pending_len == 0) {
-    size_t used = parse_frames(buf, n, arrival_ns, read_ns);
+    size_t used = parse_frames(c->fd, buf, n, arrival_ns, read_ns);
     if (used < (size_t)n) {
       c->pending = malloc(n - used);
       memcpy(c->pending, buf + used, n - used);
@@ -272,7 +293,8 @@ static void command(char *line) {
   fflush(stdout);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  ack_events = argc > 1 && strcmp(argv[1], "--ack") == 0;
   epfd = epoll_create1(0);
   if (epfd < 0) die("epoll_create1");
   struct epoll_event in = {.events = EPOLLIN, .data.u64 = UINT64_MAX};

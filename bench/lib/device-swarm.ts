@@ -12,6 +12,9 @@
  * of them is read late by the time spent reading all the others (and by whatever the server is doing on
  * the same cores). `arrived` is free of that queue; `read` is not. Both are reported.
  *
+ * With `ack`, every device answers each event frame with {"type":"ack","offset":N} as soon as it has read it,
+ * as base stations do, so the server's ack path runs during the measurement.
+ *
  * Times are CLOCK_MONOTONIC milliseconds (`monotonicMs`), the same clock in every process.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -68,12 +71,13 @@ export class DeviceSwarm {
 
   private constructor(private readonly readers: Reader[]) {}
 
-  static start(processes: number): DeviceSwarm {
+  static start(processes: number, options: { ack?: boolean } = {}): DeviceSwarm {
     const binary = compiledTool('device-reader.c');
+    const args = options.ack ? ['--ack'] : [];
     let swarm: DeviceSwarm | undefined;
     const readers = Array.from(
       { length: processes },
-      () => new Reader(spawn(binary, [], { stdio: ['pipe', 'pipe', 'inherit'] }), (offset) => swarm!.onComplete(offset)),
+      () => new Reader(spawn(binary, args, { stdio: ['pipe', 'pipe', 'inherit'] }), (offset) => swarm!.onComplete(offset)),
     );
     swarm = new DeviceSwarm(readers);
     return swarm;

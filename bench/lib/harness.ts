@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import autocannon from 'autocannon';
+import { ratioText } from './report.js';
 
 export const ROOT = resolve(import.meta.dirname, '../..');
 export const BIN = join(ROOT, 'bin/emergency-api.js');
@@ -69,8 +70,9 @@ export function processCpuMs(child: ChildProcess): number {
 
 /** Loads `options.url`; with `server`, also reports that process's CPU time per request. */
 export async function load(name: string, options: autocannon.Options, server?: ChildProcess): Promise<Result> {
-  // A short warm-up lets V8 optimize and SQLite fill its page cache before measuring.
-  await autocannon({ ...options, duration: 2, connections: CONNECTIONS });
+  // A short warm-up lets V8 optimize and SQLite fill its page cache before measuring (with the connections the
+  // measurement uses: a slow route warmed up at 50 would still be answering those requests when the measurement starts).
+  await autocannon({ ...options, duration: 2, connections: options.connections ?? CONNECTIONS });
   const cpuBefore = server ? processCpuMs(server) : 0;
   const r = await autocannon({ connections: CONNECTIONS, duration: DURATION, ...options });
   const cpuMs = server ? processCpuMs(server) - cpuBefore : 0;
@@ -92,7 +94,7 @@ export function ratiosOf(rows: Result[], ratios: [string, string, string][]): Re
   for (const [label, a, b] of ratios) {
     const x = byName.get(a);
     const y = byName.get(b);
-    if (x && y && y.requestsPerSec > 0) out[label] = Number((x.requestsPerSec / y.requestsPerSec).toFixed(2));
+    if (x && y && y.requestsPerSec > 0) out[label] = Number(ratioText(x.requestsPerSec / y.requestsPerSec));
   }
   return out;
 }
@@ -107,7 +109,7 @@ export function cpuRatiosOf(rows: Result[], ratios: [string, string, string][]):
   for (const [label, a, b] of ratios) {
     const x = byName.get(a)?.cpuUsPerRequest;
     const y = byName.get(b)?.cpuUsPerRequest;
-    if (x && y) out[label] = Number((y / x).toFixed(2));
+    if (x && y) out[label] = Number(ratioText(y / x));
   }
   return out;
 }
@@ -132,11 +134,11 @@ export function printTable(rows: Result[], ratios: [string, string, string][]): 
   for (const [label, a, b] of ratios) {
     const x = byName.get(a);
     const y = byName.get(b);
-    if (x && y) console.log(`${label.padEnd(50)} ${(x.requestsPerSec / y.requestsPerSec).toFixed(2)}x`);
+    if (x && y) console.log(`${label.padEnd(50)} ${ratioText(x.requestsPerSec / y.requestsPerSec)}x`);
   }
   const cpu = rows.filter((r) => r.cpuUsPerRequest !== undefined);
   if (cpu.length === 0) return;
   console.log('\nserver CPU per request (µs):');
   for (const r of cpu) console.log(`  ${r.name.padEnd(34)} ${String(r.cpuUsPerRequest).padStart(7)}`);
-  for (const [label, value] of Object.entries(cpuRatiosOf(rows, ratios))) console.log(`${`${label} (by CPU)`.padEnd(50)} ${value.toFixed(2)}x`);
+  for (const [label, value] of Object.entries(cpuRatiosOf(rows, ratios))) console.log(`${`${label} (by CPU)`.padEnd(50)} ${ratioText(value)}x`);
 }

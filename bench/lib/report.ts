@@ -99,8 +99,13 @@ export function formatTarget(row: Row): string {
   return t.on === 'ratio' ? `${op} ${t.threshold}×` : `${op} ${t.threshold.toLocaleString('en-US')} ${row.unit}`;
 }
 
+/** A ratio as text: two decimals, or two significant digits below 0.1 (a route at 0.0013× a baseline does not read 0.00×). */
+export function ratioText(ratio: number): string {
+  return ratio === 0 || !Number.isFinite(ratio) || Math.abs(ratio) >= 0.1 ? ratio.toFixed(2) : ratio.toPrecision(2);
+}
+
 export function formatRatio(ratio: number | null): string {
-  return ratio === null ? '—' : `${ratio.toFixed(2)}×`;
+  return ratio === null ? '—' : `${ratioText(ratio)}×`;
 }
 
 /** The suite's one table, as fixed-width text. */

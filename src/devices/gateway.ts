@@ -282,11 +282,26 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     );
   }, options.pollIntervalMs);
 
+  // One flush at a time, its rows in device-id order (the order presence updates lock them in too), so
+  // two writers never wait on each other's rows; a flush that fails puts its acks back unless a newer
+  // one of the same device arrived meanwhile, so an ack is never lost to a busy or restarting database.
+  let flushing: Promise<void> | null = null;
   const flushAcks = (): Promise<void> => {
-    if (pendingAcks.size === 0) return Promise.resolve();
-    const batch = [...pendingAcks.values()];
+    if (flushing || pendingAcks.size === 0) return Promise.resolve();
+    const batch = [...pendingAcks.values()].sort((a, b) => (a.deviceId < b.deviceId ? -1 : a.deviceId > b.deviceId ? 1 : 0));
     pendingAcks.clear();
-    return recordAcks(ctx.db, batch);
+    flushing = recordAcks(ctx.db, batch)
+      .catch((err) => {
+        for (const ack of batch) {
+          const newer = pendingAcks.get(ack.deviceId);
+          if (!newer || newer.offset < ack.offset) pendingAcks.set(ack.deviceId, ack);
+        }
+        throw err;
+      })
+      .finally(() => {
+        flushing = null;
+      });
+    return flushing;
   };
   const ackTimer = setInterval(() => background(flushAcks(), 'ack flush'), options.ackFlushMs);
 
@@ -315,6 +330,8 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
       clearTimeout(graceTimer);
       for (const conn of open) conn.terminate();
       await closed;
+      // The last acks: after a flush still running, one more for what arrived meanwhile.
+      if (flushing) await (flushing as Promise<void>).catch(() => undefined);
       background(flushAcks(), 'ack flush');
       while (pendingWrites.size > 0) await Promise.all([...pendingWrites]);
     },

@@ -354,6 +354,7 @@ describe('unauthenticated floods', () => {
     // Remembered: answered from memory, without a lookup.
     assert.equal(keys.authenticateCached(unknown), null);
     for (let i = 0; i < 2000; i++) await keys.authenticate(randomKey());
-    assert.ok(keys.authenticateCached(key), 'a flood of unknown ids must not push a real key out');
+    // Still held (fresh or not: on a slow machine the flood outlasts the 2 s freshness of the entry).
+    assert.ok(keys.knowsKeyIdOf(key), 'a flood of unknown ids must not push a real key out');
   });
 });

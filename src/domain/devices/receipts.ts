@@ -9,7 +9,7 @@ import type { Page } from '../shared/schema.js';
 import { isUuid } from '../shared/ids.js';
 import { activeSubscriptionsInTree, subscriptionWants } from '../webhooks/repo.js';
 import type { DeviceReceiptItem, EmergencyReceipts, EventReceipt } from './receipt-schema.js';
-import { toDeviceRecord } from './service.js';
+import { ONLINE_WINDOW_MS } from './service.js';
 
 /**
  * Who has an alert. A device has acknowledged an event once its acked offset reached the event's
@@ -22,8 +22,9 @@ type DeviceRow = Pick<DeviceTable, 'id' | 'name' | 'status' | 'created_at' | 'co
 
 const DEVICE_COLUMNS = ['id', 'name', 'status', 'created_at', 'connection_id', 'last_seen_at', 'acked_offset', 'acked_at', 'connected_at'] as const;
 
+/** Connected, and heard from within the online window (the rule of DeviceRecord.online). */
 function online(row: DeviceRow, now: number): boolean {
-  return toDeviceRecord({ ...row, org_id: '', token_prefix: '', secret_hash: '', revoked_at: null, disconnected_at: null }, now).online;
+  return row.status === 'active' && row.connection_id !== null && row.last_seen_at !== null && now - Date.parse(row.last_seen_at) <= ONLINE_WINDOW_MS;
 }
 
 /** `GET /orgs/{org_id}/devices`: the org's base stations by name then id, with how far behind each is. */
@@ -100,11 +101,14 @@ async function webhookReceipts(ctx: AppContext, orgId: string, events: EventRow[
 
 /** When each device first acknowledged each event of the emergency, in one statement (one index seek per pair). */
 async function acknowledgedTimes(ctx: AppContext, orgId: string, emergencyId: string): Promise<Map<string, string | null>> {
+  // A cross join keeps the emergency's few events as the outer loop on SQLite (its planner would
+  // otherwise start from the devices and scan the org's events for each); PostgreSQL plans it alike.
   const rows = await ctx.db.db
     .selectFrom('events as e')
-    .innerJoin('devices as d', (join) =>
-      join.onRef('d.org_id', '=', 'e.org_id').onRef('d.acked_offset', '>=', 'e.stream_offset').onRef('d.created_at', '<=', 'e.created_at'),
-    )
+    .crossJoin('devices as d')
+    .whereRef('d.org_id', '=', 'e.org_id')
+    .whereRef('d.acked_offset', '>=', 'e.stream_offset')
+    .whereRef('d.created_at', '<=', 'e.created_at')
     .select((eb) => [
       'e.id as event_id',
       'd.id as device_id',
@@ -160,7 +164,6 @@ export async function emergencyReceipts(
   const webhooks = await webhookReceipts(ctx, org.id, events);
   const times = options.detail === 'devices' ? await acknowledgedTimes(ctx, org.id, id) : null;
   const now = Date.now();
-  const isOnline = new Map(devices.map((d) => [d.id, online(d, now)]));
   return {
     emergencyId: id,
     events: events.map((e) => {
@@ -178,7 +181,7 @@ export async function emergencyReceipts(
           acknowledged: acked.length,
           pending: targeted
             .filter((d) => Number(d.acked_offset) < offset)
-            .map((d) => ({ deviceId: d.id, name: d.name, online: isOnline.get(d.id)!, ackedOffset: Number(d.acked_offset) })),
+            .map((d) => ({ deviceId: d.id, name: d.name, online: online(d, now), ackedOffset: Number(d.acked_offset) })),
         },
         webhooks: webhooks.get(e.id)!,
       };

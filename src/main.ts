@@ -1,75 +1,95 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createContext } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { AppContext } from './context.js';
 import { migrateToLatest } from './db/migrate.js';
-import { UsageError } from './cli/command.js';
+import { parseArgsOptions, UsageError } from './cli/command.js';
+import { commandHelp, findCommand, groupHelp, isGroup, nearestGroup, suggestion, synopsis } from './cli/help.js';
+import { formatResult } from './cli/output.js';
 import { commands } from './cli/registry.js';
 
-function usage(): string {
-  const lines = Object.entries(commands).map(([name, c]) => `  emergency-api ${name} ${c.usage}`);
-  return `Usage (every admin command accepts --json):\n${lines.join('\n')}\n`;
-}
-
-function findCommand(argv: string[]): { name: string; rest: string[] } | null {
-  for (let words = Math.min(3, argv.length); words > 0; words--) {
-    const name = argv.slice(0, words).join(' ');
-    if (commands[name]) return { name, rest: argv.slice(words) };
-  }
-  return null;
-}
-
-function printHuman(result: unknown): void {
-  if (result === undefined) return;
-  if (result && typeof result === 'object' && !Array.isArray(result)) {
-    for (const [k, v] of Object.entries(result)) {
-      process.stdout.write(`${k}: ${typeof v === 'object' ? JSON.stringify(v) : String(v)}\n`);
-    }
-  } else {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-  }
+/** The version of package.json (one level above both src/ and dist/). */
+function version(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 async function main(argv: string[]): Promise<number> {
   const json = argv.includes('--json');
-  const args = argv.filter((a) => a !== '--json');
+  let args = argv.filter((a) => a !== '--json');
+  const out = (text: string) => process.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
   const fail = (message: string, code: number) => {
     process.stderr.write(json ? `${JSON.stringify({ error: message })}\n` : `error: ${message}\n`);
     return code;
   };
-  if (args.length === 0 || args[0] === '--help' || args[0] === 'help') {
-    process.stdout.write(usage());
-    return args.length === 0 ? 2 : 0;
+
+  if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
+    out(json ? JSON.stringify({ version: version() }) : `emergency-api ${version()}`);
+    return 0;
   }
-  const found = findCommand(args);
-  if (!found) return fail(`unknown command "${args.join(' ')}"\n${usage()}`, 2);
+  // `help [words...]`, `[words...] --help` and `-h`: the help of a command or of a group, on stdout.
+  const help = args[0] === 'help' || args.includes('--help') || args.includes('-h');
+  if (args[0] === 'help') args = args.slice(1);
+  if (help) args = args.filter((a) => a !== '--help' && a !== '-h');
+  if (args.length === 0) {
+    // Without a command: the program's help, as a usage error unless it was asked for.
+    (help ? process.stdout : process.stderr).write(groupHelp(commands, []));
+    return help ? 0 : 2;
+  }
+
+  const found = findCommand(commands, args);
+  if (!found) {
+    const firstFlag = args.findIndex((a) => a.startsWith('-'));
+    const leading = firstFlag === -1 ? args : args.slice(0, firstFlag);
+    if (isGroup(commands, leading) && (help || leading.length === args.length)) {
+      if (help) {
+        out(groupHelp(commands, leading));
+        return 0;
+      }
+      return fail(`"${leading.join(' ')}" needs a command\n\n${groupHelp(commands, leading).trimEnd()}`, 2);
+    }
+    const group = nearestGroup(commands, args);
+    const typo = suggestion(commands, group, args[group.length]);
+    return fail(`unknown command "${args.join(' ')}"${typo ? `; did you mean "${typo}"?` : ''}\n\n${groupHelp(commands, group).trimEnd()}`, 2);
+  }
   const command = commands[found.name]!;
+  if (help) {
+    out(commandHelp(found.name, command));
+    return 0;
+  }
+  const usage = `usage: ${synopsis(found.name, command)}\nrun "emergency-api ${found.name} --help" for its options`;
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({ args: found.rest, options: command.options ?? {}, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: found.rest, options: parseArgsOptions(command), allowPositionals: true, strict: true });
   } catch (err) {
-    return fail(`${(err as Error).message}\nusage: emergency-api ${found.name} ${command.usage}`, 2);
+    return fail(`${(err as Error).message}\n${usage}`, 2);
   }
-  const expected = command.positionals ?? [];
+  const expected = (command.positionals ?? []).map((p) => p.name);
   if (parsed.positionals.length !== expected.length) {
-    return fail(`expected ${expected.join(' ') || 'no positional arguments'}\nusage: emergency-api ${found.name} ${command.usage}`, 2);
+    return fail(`expected ${expected.join(' ') || 'no positional arguments'}\n${usage}`, 2);
   }
   let ctx: AppContext | undefined;
   try {
     if (!command.standalone) {
       ctx = createContext(loadConfig());
-      await migrateToLatest(ctx.db);
+      // Admin commands apply pending migrations first; `migrate` applies them itself and reports them.
+      if (command.migrateFirst !== false) {
+        const applied = await migrateToLatest(ctx.db);
+        if (applied.length > 0 && !json) process.stderr.write(`note: applied ${applied.length} pending database migration(s) first\n`);
+      }
     }
     const result = await command.run({
       values: parsed.values as Record<string, string | boolean | undefined>,
       positionals: parsed.positionals,
       ctx: ctx as AppContext,
     });
-    if (json) process.stdout.write(`${JSON.stringify(result ?? {})}\n`);
-    else printHuman(result);
+    if (json) out(JSON.stringify(result ?? {}));
+    else if (result !== undefined) out(command.human ? command.human(result) : formatResult(result, command.columns));
+    const failure = command.failure?.(result) ?? null;
+    if (failure) return fail(failure, 1);
     return command.standalone ? -1 : 0;
   } catch (err) {
-    if (err instanceof UsageError) return fail(`${err.message}\nusage: emergency-api ${found.name} ${command.usage}`, 2);
+    if (err instanceof UsageError) return fail(`${err.message}\n${usage}`, 2);
     if (err instanceof ConfigError) return fail(err.message, 78);
     const zodIssues = (err as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
     if (Array.isArray(zodIssues)) return fail(zodIssues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '), 2);

@@ -12,8 +12,11 @@ function requireUuid(value: string, what: string): string {
 
 export const deviceCommands: Record<string, CliCommand> = {
   'admin device create': {
-    usage: '--org ID --name N   (prints the device token once)',
-    options: { org: { type: 'string' }, name: { type: 'string' } },
+    summary: 'register a base-station device of an org; prints its token once',
+    options: {
+      org: { type: 'string', value: 'ID', required: true, description: 'the org whose alerts it receives' },
+      name: { type: 'string', value: 'N', required: true, description: 'a name for the device, e.g. "Lobby station"' },
+    },
     run: async ({ ctx, values }) => {
       const orgId = requireUuid(requireOption(values, 'org'), '--org');
       const { id, token } = await createDevice(ctx, operatorCaller(), orgId, { name: requireOption(values, 'name') });
@@ -21,24 +24,31 @@ export const deviceCommands: Record<string, CliCommand> = {
     },
   },
   'admin device list': {
-    usage: '[--org ID]   (online state, lastSeenAt, acknowledged offset; never shows tokens)',
-    options: { org: { type: 'string' } },
+    summary: 'list devices: online state, last seen, acknowledged offset (never their tokens)',
+    options: { org: { type: 'string', value: 'ID', description: 'only the devices of this org' } },
+    columns: ['id', 'orgId', 'name', 'status', 'online', 'lastSeenAt', 'ackedOffset'],
     run: async ({ ctx, values }) => {
       const orgId = typeof values.org === 'string' ? requireUuid(values.org, '--org') : undefined;
       return { items: await listDevices(ctx, operatorCaller(), { orgId }) };
     },
   },
   'admin device revoke': {
-    usage: 'ID   (the token stops working; an open connection is closed within seconds)',
-    positionals: ['ID'],
+    summary: 'revoke a device: its token stops working and an open connection is closed within seconds',
+    positionals: [{ name: 'ID', description: 'the device id' }],
     run: async ({ ctx, positionals }) => {
       const record = await revokeDevice(ctx, operatorCaller(), requireUuid(positionals[0]!, 'ID'));
       return { id: record.id, status: record.status, revokedAt: record.revokedAt };
     },
   },
   'device simulate': {
-    usage: '--url ws://HOST:PORT/devices/v1/stream --token enk_dev_... [--after N]   prints alerts like a base station; reconnects with after=<last offset>',
-    options: { url: { type: 'string' }, token: { type: 'string' }, after: { type: 'string' } },
+    summary: 'connect like a base station and print its alerts; reconnects with after=<last offset>',
+    options: {
+      url: { type: 'string', value: 'URL', required: true, description: 'the device stream, ws://HOST:PORT/devices/v1/stream' },
+      token: { type: 'string', value: 'TOKEN', required: true, description: 'the device token (enk_dev_...)' },
+      after: { type: 'string', value: 'N', description: 'resume after this offset of the org stream' },
+    },
+    json: 'print each event frame as one JSON line instead of a readable alert',
+    details: ['Runs until interrupted (Ctrl-C); a refused or revoked token ends it with an error.'],
     standalone: true,
     run: async ({ values }) => {
       const url = requireOption(values, 'url');

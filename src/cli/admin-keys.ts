@@ -30,10 +30,21 @@ function parseAdminSubject(value: string): AdminSubject {
   return { type: match[1] as 'partner' | 'enterprise', id: match[2]!.toLowerCase() };
 }
 
+const KEY_COLUMNS = ['id', 'name', 'subject', 'permissions', 'allowedOrgIds', 'activeUntilDate', 'status', 'lastUsedAt'];
+const ADMIN_KEY_COLUMNS = ['adminKeyId', 'name', 'subject', 'status', 'createdAt', 'lastUsedAt'];
+
 export const keyCommands: Record<string, CliCommand> = {
   'admin admin-key create': {
-    usage: '--name N --subject instance|partner:ID|enterprise:ID   (an admin key for the admin API; shown once)',
-    options: { name: { type: 'string' }, subject: { type: 'string' } },
+    summary: 'mint an admin key for the admin API; prints it once',
+    options: {
+      name: { type: 'string', value: 'N', required: true, description: 'a name for the key' },
+      subject: {
+        type: 'string',
+        value: 'SUBJECT',
+        required: true,
+        description: 'instance (everything), partner:ID or enterprise:ID (everything beneath it)',
+      },
+    },
     run: async ({ ctx, values }) => {
       const created = await createAdminKey(ctx, operatorCaller(), {
         name: requireOption(values, 'name'),
@@ -43,25 +54,26 @@ export const keyCommands: Record<string, CliCommand> = {
     },
   },
   'admin admin-key list': {
-    usage: '(never shows key secrets)',
+    summary: 'list admin keys (never their secrets)',
+    columns: ADMIN_KEY_COLUMNS,
     run: async ({ ctx }) => ({ items: await listAll((page) => listAdminKeys(ctx, operatorCaller(), page)) }),
   },
   'admin admin-key revoke': {
-    usage: 'ID',
-    positionals: ['ID'],
+    summary: 'revoke an admin key',
+    positionals: [{ name: 'ID', description: 'the admin key id' }],
     run: async ({ ctx, positionals }) => {
       const record = await revokeAdminKey(ctx, operatorCaller(), positionals[0]!);
       return { id: record.adminKeyId, status: record.status };
     },
   },
   'admin key create': {
-    usage: '--name N --subject org:ID|enterprise:ID|partner:ID --permissions read,write [--allowed-orgs ID,ID] [--active-until ISO]',
+    summary: 'mint an API key for the public API; prints it once',
     options: {
-      name: { type: 'string' },
-      subject: { type: 'string' },
-      permissions: { type: 'string' },
-      'allowed-orgs': { type: 'string' },
-      'active-until': { type: 'string' },
+      name: { type: 'string', value: 'N', required: true, description: 'a name for the key (shown as declaredBy)' },
+      subject: { type: 'string', value: 'SUBJECT', required: true, description: 'org:ID, enterprise:ID or partner:ID (covers every org beneath it)' },
+      permissions: { type: 'string', value: 'PERMS', required: true, description: 'read, write or read,write' },
+      'allowed-orgs': { type: 'string', value: 'ID,ID', description: 'narrow the key to these orgs of its subject' },
+      'active-until': { type: 'string', value: 'ISO', description: 'expiry, an ISO-8601 timestamp with a zone, e.g. 2027-01-01T00:00:00Z' },
     },
     run: async ({ ctx, values }) => {
       const { id, key } = await createApiKey(ctx, operatorCaller(), {
@@ -75,17 +87,17 @@ export const keyCommands: Record<string, CliCommand> = {
     },
   },
   'admin key revoke': {
-    usage: 'ID',
-    positionals: ['ID'],
+    summary: 'revoke an API key (refused within 2 s)',
+    positionals: [{ name: 'ID', description: 'the key id' }],
     run: async ({ ctx, positionals }) => {
       const record = await revokeApiKey(ctx, operatorCaller(), positionals[0]!);
       return { id: record.id, status: record.status };
     },
   },
   'admin key rotate': {
-    usage: 'ID [--grace-hours H]   (the old key stays valid for the grace period, default 24)',
-    positionals: ['ID'],
-    options: { 'grace-hours': { type: 'string' } },
+    summary: 'mint a successor with the same grants; prints it once; the old key expires after a grace period',
+    positionals: [{ name: 'ID', description: 'the key id' }],
+    options: { 'grace-hours': { type: 'string', value: 'H', description: 'hours the old key stays valid (default 24)' } },
     run: async ({ ctx, positionals, values }) => {
       const hours = values['grace-hours'] === undefined ? 24 : Number(values['grace-hours']);
       if (!Number.isFinite(hours) || hours < 0) throw new UsageError('--grace-hours must be a non-negative number');
@@ -94,7 +106,8 @@ export const keyCommands: Record<string, CliCommand> = {
     },
   },
   'admin key list': {
-    usage: '(never shows key secrets)',
+    summary: 'list API keys (never their secrets)',
+    columns: KEY_COLUMNS,
     run: async ({ ctx }) => ({ items: await listAll((page) => listApiKeys(ctx, operatorCaller(), page)) }),
   },
 };

@@ -3,15 +3,51 @@ import type { AppContext } from '../context.js';
 
 export type CliOptions = NonNullable<ParseArgsConfig['options']>;
 
-export interface CliCommand {
-  /** One line shown in the usage text. */
-  usage: string;
-  options?: CliOptions;
-  /** Positional arguments it requires, by name, for the usage error. */
-  positionals?: string[];
+/** One `--option` of a command: how it is parsed and how its help describes it. */
+export interface CliOption {
+  type: 'string' | 'boolean';
+  /** The value's placeholder in the usage line, e.g. `ID`, `N`, `ISO` (string options). */
+  value?: string;
+  /** Shown without brackets in the usage line (the command itself checks it). */
+  required?: boolean;
+  /** One line of the command's help. */
+  description: string;
+}
+
+export interface CliPositional {
+  name: string;
+  description: string;
+}
+
+export interface CliCommand<R = unknown> {
+  /** One line: in the group's listing and at the top of the command's help. */
+  summary: string;
+  /** Positional arguments it requires, in order. */
+  positionals?: CliPositional[];
+  options?: Record<string, CliOption>;
+  /** Further lines at the end of the command's help. */
+  details?: string[];
+  /** What `--json` does for this command, in its help; false when it has no JSON output. Default: one JSON object. */
+  json?: string | false;
   /** Commands that need no database (e.g. serve, which opens its own). */
   standalone?: boolean;
-  run(args: { values: Record<string, string | boolean | undefined>; positionals: string[]; ctx: AppContext }): Promise<unknown>;
+  /**
+   * false: the pending migrations are not applied before `run` (the `migrate` command applies them
+   * itself and reports what it applied). Default true.
+   */
+  migrateFirst?: boolean;
+  /** Columns of the `items` table in the human-readable output (default: every field). */
+  columns?: string[];
+  /** The human-readable output, instead of the default `key: value` lines and tables. */
+  human?(result: R): string;
+  /** When the result reports a failure (e.g. a test ping that failed): the message; the exit code is then 1. */
+  failure?(result: R): string | null;
+  run(args: { values: Record<string, string | boolean | undefined>; positionals: string[]; ctx: AppContext }): Promise<R>;
+}
+
+/** The options in the form node:util parseArgs takes. */
+export function parseArgsOptions(command: CliCommand): CliOptions {
+  return Object.fromEntries(Object.entries(command.options ?? {}).map(([name, option]) => [name, { type: option.type }]));
 }
 
 export class UsageError extends Error {}

@@ -1,6 +1,7 @@
 import { createContext } from '../app.js';
 import { loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { migrations } from '../db/migrations/index.js';
 import { startServer } from '../server.js';
 import type { CliCommand } from './command.js';
 import { provisionDemo } from './demo.js';
@@ -9,8 +10,10 @@ const SHUTDOWN_TIMEOUT_MS = 10_000;
 
 export const serveCommands: Record<string, CliCommand> = {
   serve: {
-    usage: '[--demo]   REST + MCP + device gateway + delivery worker; --demo provisions a demo org and prints a key',
-    options: { demo: { type: 'boolean' } },
+    summary: 'run the server: REST, admin API, MCP, device gateway and webhook delivery',
+    options: { demo: { type: 'boolean', description: 'provision a demo org (or reuse it) and print a fresh API key and admin key' } },
+    json: false,
+    details: ['Reads its configuration from the environment (PORT, HOST, DATABASE_URL, ...); applies pending migrations; stops on SIGTERM or SIGINT.'],
     standalone: true,
     run: async ({ values }) => {
       const config = loadConfig();
@@ -50,11 +53,19 @@ export const serveCommands: Record<string, CliCommand> = {
     },
   },
   migrate: {
-    usage: 'apply pending database migrations',
+    summary: 'apply pending database migrations and name the ones applied',
+    json: 'print {"applied":[names]} on stdout instead of text',
+    // Not applied before it runs, so that it reports what it applied itself.
+    migrateFirst: false,
     run: async ({ ctx }) => ({ applied: await migrateToLatest(ctx.db) }),
+    human: ({ applied }: { applied: string[] }) => {
+      const total = Object.keys(migrations).length;
+      if (applied.length === 0) return `Database already up to date (${total} migrations applied).`;
+      return [`Applied ${applied.length} migration${applied.length === 1 ? '' : 's'}:`, ...applied.map((name) => `  ${name}`)].join('\n');
+    },
   },
   'admin demo': {
-    usage: 'one partner/enterprise/org, categories, users and a read+write key; prints them',
+    summary: 'provision a demo org with categories and users (or reuse it); prints a fresh API key and admin key once',
     run: ({ ctx }) => provisionDemo(ctx),
   },
 };

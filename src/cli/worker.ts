@@ -21,8 +21,14 @@ function seconds(value: string | boolean | undefined, flag: string): number | un
 
 export const workerCommands: Record<string, CliCommand> = {
   worker: {
-    usage: '[--lease-seconds S] [--timeout-seconds S] [--poll-seconds S]   webhook delivery worker alone (no HTTP server)',
-    options: { 'lease-seconds': { type: 'string' }, 'timeout-seconds': { type: 'string' }, 'poll-seconds': { type: 'string' } },
+    summary: 'run the webhook delivery worker alone (no HTTP server)',
+    options: {
+      'lease-seconds': { type: 'string', value: 'S', description: "how long a claimed delivery stays this worker's (default 2 × the timeout + 15 s)" },
+      'timeout-seconds': { type: 'string', value: 'S', description: 'time limit of one delivery attempt (default WEBHOOK_TIMEOUT_SECONDS)' },
+      'poll-seconds': { type: 'string', value: 'S', description: 'how often it looks for due deliveries (default 1)' },
+    },
+    json: 'print {"status","workerId"} on stdout once it runs; logs are JSON lines on stderr',
+    details: ['Runs until SIGTERM or SIGINT; several workers may run against one database.'],
     standalone: true,
     run: async ({ values }) => {
       const options = {

@@ -1,0 +1,142 @@
+import type { CliCommand, CliOption } from './command.js';
+
+const PROGRAM = 'emergency-api';
+
+/** One line about each group of commands, shown at the top of its help. */
+const GROUP_SUMMARIES: Record<string, string> = {
+  '': 'Emergency notification API: the server, the delivery worker, migrations and the operator commands.',
+  admin: 'Provision partners, enterprises, orgs, keys, devices and webhooks (every admin command accepts --json).',
+  'admin partner': 'Partners: the top of the tenant tree.',
+  'admin enterprise': 'Enterprises: the tenants beneath a partner.',
+  'admin org': 'Orgs: the sites beneath an enterprise.',
+  'admin category': 'Emergency categories of an org.',
+  'admin user': 'Users of an org.',
+  'admin key': 'API keys of the public API (/api/public/v1).',
+  'admin admin-key': 'Admin keys of the admin API (/api/admin/v1).',
+  'admin device': 'Base-station devices and their tokens.',
+  'admin webhook': 'Webhook subscriptions, their deliveries, replays and test pings.',
+  device: 'Tools for base-station devices.',
+};
+
+const words = (name: string) => (name === '' ? [] : name.split(' '));
+
+/** True when some command's words start with these words (the empty prefix is the whole program). */
+export function isGroup(commands: Record<string, CliCommand>, prefix: string[]): boolean {
+  return Object.keys(commands).some((name) => {
+    const w = words(name);
+    return w.length > prefix.length && prefix.every((word, i) => w[i] === word);
+  });
+}
+
+/** The longest leading part of `argv` that names a group: the group nearest to a mistyped command. */
+export function nearestGroup(commands: Record<string, CliCommand>, argv: string[]): string[] {
+  let prefix: string[] = [];
+  for (let n = 1; n <= argv.length; n++) {
+    if (!isGroup(commands, argv.slice(0, n))) break;
+    prefix = argv.slice(0, n);
+  }
+  return prefix;
+}
+
+/** The command that `argv` starts with (its longest match), and the arguments after its words. */
+export function findCommand(commands: Record<string, CliCommand>, argv: string[]): { name: string; rest: string[] } | null {
+  for (let n = Math.min(3, argv.length); n > 0; n--) {
+    const name = argv.slice(0, n).join(' ');
+    if (commands[name]) return { name, rest: argv.slice(n) };
+  }
+  return null;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** For a word that is not a command of its group: the closest one, when it is close (a typo). */
+export function suggestion(commands: Record<string, CliCommand>, group: string[], word: string | undefined): string | null {
+  if (!word || word.startsWith('-')) return null;
+  const next = new Set(
+    Object.keys(commands)
+      .map(words)
+      .filter((w) => w.length > group.length && group.every((g, i) => w[i] === g))
+      .map((w) => w[group.length]!),
+  );
+  let best: { word: string; distance: number } | null = null;
+  for (const candidate of next) {
+    const distance = editDistance(word, candidate);
+    if (distance <= Math.max(1, Math.floor(candidate.length / 3)) && (!best || distance < best.distance)) best = { word: candidate, distance };
+  }
+  return best ? [...group, best.word].join(' ') : null;
+}
+
+/** Lines of two columns, the first padded to align the second. */
+function columns(rows: [string, string][], indent = '  '): string[] {
+  const width = Math.max(0, ...rows.map(([left]) => left.length));
+  return rows.map(([left, right]) => `${indent}${left.padEnd(width)}   ${right}`.trimEnd());
+}
+
+const GLOBAL_OPTIONS: [string, string][] = [
+  ['--json', 'admin commands: print one JSON object on stdout (errors on stderr, exit code ≠ 0)'],
+  ['-h, --help', `help of any group or command, e.g. "${PROGRAM} admin webhook --help"`],
+  ['-v, --version', 'print the version'],
+];
+
+/** The commands of a group (their words after the group's), each with its one-line summary. */
+export function groupHelp(commands: Record<string, CliCommand>, group: string[]): string {
+  const members = Object.entries(commands).filter(([name]) => {
+    const w = words(name);
+    return w.length > group.length && group.every((g, i) => w[i] === g);
+  });
+  // Commands of one subgroup stay together, in the order the subgroups first appear.
+  const order = [...new Set(members.map(([name]) => words(name)[group.length]!))];
+  members.sort(([a], [b]) => order.indexOf(words(a)[group.length]!) - order.indexOf(words(b)[group.length]!));
+  const prefix = [PROGRAM, ...group].join(' ');
+  const lines = [`Usage: ${prefix} <command> [options]`, ''];
+  const summary = GROUP_SUMMARIES[group.join(' ')];
+  if (summary) lines.push(summary, '');
+  lines.push('Commands:');
+  lines.push(...columns(members.map(([name, command]) => [words(name).slice(group.length).join(' '), command.summary])));
+  lines.push('', 'Options:', ...columns(GLOBAL_OPTIONS), '', `Run "${prefix} <command> --help" for a command's arguments and options.`);
+  return `${lines.join('\n')}\n`;
+}
+
+function optionLabel(name: string, option: CliOption): string {
+  return option.type === 'string' ? `--${name} ${option.value ?? 'VALUE'}` : `--${name}`;
+}
+
+/** The one-line synopsis: positionals, required options, then [optional ones]. */
+export function synopsis(name: string, command: CliCommand): string {
+  const parts = [PROGRAM, name, ...(command.positionals ?? []).map((p) => p.name)];
+  const options = Object.entries(command.options ?? {});
+  for (const [option, spec] of options) if (spec.required) parts.push(optionLabel(option, spec));
+  for (const [option, spec] of options) if (!spec.required) parts.push(`[${optionLabel(option, spec)}]`);
+  if (command.json !== false) parts.push('[--json]');
+  return parts.join(' ');
+}
+
+/** A command's usage line, summary, arguments and options. */
+export function commandHelp(name: string, command: CliCommand): string {
+  const lines = [`Usage: ${synopsis(name, command)}`, '', `${command.summary[0]!.toUpperCase()}${command.summary.slice(1)}.`];
+  if (command.positionals?.length) {
+    lines.push('', 'Arguments:', ...columns(command.positionals.map((p) => [p.name, p.description])));
+  }
+  const all = Object.entries(command.options ?? {});
+  const row = ([option, spec]: [string, CliOption]): [string, string] => [optionLabel(option, spec), spec.description];
+  const required = all.filter(([, spec]) => spec.required).map(row);
+  const optional = all.filter(([, spec]) => !spec.required).map(row);
+  if (command.json !== false) optional.push(['--json', command.json ?? 'print one JSON object on stdout instead of text']);
+  optional.push(['-h, --help', 'show this help']);
+  // One width for both lists, so that their descriptions line up.
+  const aligned = columns([...required, ...optional]);
+  if (required.length) lines.push('', 'Required options:', ...aligned.slice(0, required.length));
+  lines.push('', 'Options:', ...aligned.slice(required.length));
+  if (command.details?.length) lines.push('', ...command.details);
+  return `${lines.join('\n')}\n`;
+}

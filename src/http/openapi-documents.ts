@@ -97,7 +97,10 @@ function usedComponents(root: unknown, components: Json): Set<string> {
 
 /** Renames every `$ref` to `from` into `to`. */
 function renameRefs(node: unknown, from: string, to: string): void {
-  if (Array.isArray(node)) return node.forEach((n) => renameRefs(n, from, to));
+  if (Array.isArray(node)) {
+    for (const n of node) renameRefs(n, from, to);
+    return;
+  }
   if (!node || typeof node !== 'object') return;
   const obj = node as Json;
   for (const [key, value] of Object.entries(obj)) {

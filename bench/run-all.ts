@@ -156,6 +156,11 @@ async function choosePostgres(): Promise<{ url: string | null; note: string }> {
 async function runScenario(scenario: Scenario, o: RunOptions): Promise<Run> {
   const label = `${scenario.id} (${o.database === 'postgres' ? 'PostgreSQL' : 'SQLite'})`;
   const base = { scenario: scenario.id, database: o.database, seconds: 0 };
+  if (scenario.databases && !scenario.databases.includes(o.database)) {
+    const note = `measures ${scenario.databases.join(' and ')} only`;
+    console.log(`- ${label}: skipped, ${note}`);
+    return { ...base, status: 'skipped' as const, note };
+  }
   if (!existsSync(join(ROOT, scenario.file))) {
     const note = `${scenario.file} is not in this tree`;
     console.log(`- ${label}: skipped, ${note}`);

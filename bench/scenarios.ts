@@ -18,6 +18,8 @@ export interface Scenario {
   id: string;
   /** Script path relative to the repository root; a scenario whose file is absent is skipped with a note. */
   file: string;
+  /** The databases the scenario measures (default: every one); on the others it is skipped with a note. */
+  databases?: Database[];
   args?(o: RunOptions): string[];
   env?(o: RunOptions): Record<string, string>;
   /** Raw results come from the BENCH_JSON file; `stdout-json` scripts print one JSON document instead. */
@@ -114,6 +116,31 @@ export const scenarios: Scenario[] = [
       // PostgreSQL only declare has one. The PostgreSQL ratio is reported for information.
       rows.push(throughput('GET emergency vs bare echo', get, echo, o.database === 'sqlite' ? atLeast(0.5) : undefined));
       rows.push(throughput('POST declare with Idempotency-Key vs plain declare', keyed, declare));
+      return rows;
+    },
+  },
+  {
+    id: 'pg-notify',
+    file: 'bench/pg-notify.ts',
+    output: 'bench-json',
+    parseStdout: parseHarnessTable,
+    databases: ['postgres'],
+    env: () => ({ BENCH_ORGS: process.env.BENCH_ORGS ?? '16' }),
+    timeoutSeconds: (o) => 180 + 8 * (o.duration + 2),
+    // The service's declares at 50 and 200 connections, next to a bare two-insert transaction that
+    // sends its NOTIFY after the commit: the cost of a NOTIFY inside the commit shows in the bare pair.
+    rows(raw) {
+      const results = findLoadResults(raw);
+      const rows: RowInput[] = [];
+      for (const c of raw.connections as number[]) {
+        const inside = find(results, (n) => n === `bare 2 pg inserts, NOTIFY in txn, c${c}`);
+        const afterCommit = find(results, (n) => n === `bare 2 pg inserts, NOTIFY after, c${c}`);
+        rows.push(throughput(`bare two-insert, NOTIFY after commit vs in the transaction, c${c}`, afterCommit, inside));
+        for (const layout of ['1 org', `${raw.orgs} orgs`]) {
+          const declare = find(results, (n) => n === `service: POST declare, ${layout}, c${c}`);
+          rows.push(throughput(`POST declare, ${layout}, c${c} vs bare two-insert (NOTIFY after)`, declare, afterCommit));
+        }
+      }
       return rows;
     },
   },

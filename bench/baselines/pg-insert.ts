@@ -1,6 +1,8 @@
 // Baseline: the least a declare can cost on PostgreSQL — a bare Fastify handler doing two inserts in
 // one transaction through a `pg` Pool (the service's pool size), without any query builder.
 // BASELINE_PG_URL names the database; the tables live in a schema of their own, dropped at exit.
+// BASELINE_NOTIFY=inside adds a NOTIFY to each transaction (as a writer announcing its commit would),
+// BASELINE_NOTIFY=after sends it as a statement of its own once committed, without waiting for it.
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import pg from 'pg';
@@ -16,6 +18,9 @@ await setup.query(`create table ${schema}.b (id text primary key, a_id text, pay
 await setup.end();
 
 const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path=${schema}` });
+const notify = process.env.BASELINE_NOTIFY ?? 'none';
+if (!['none', 'inside', 'after'].includes(notify)) throw new Error('BASELINE_NOTIFY is none, inside or after');
+const channel = `${schema}_events`;
 
 async function twoInserts(body: string): Promise<string> {
   const id = randomUUID();
@@ -25,7 +30,9 @@ async function twoInserts(body: string): Promise<string> {
     await client.query('begin');
     await client.query('insert into a values ($1, $2, $3, $4)', [id, 'org', body, now]);
     await client.query('insert into b values ($1, $2, $3, $4)', [randomUUID(), id, body, now]);
+    if (notify === 'inside') await client.query('select pg_notify($1, $2)', [channel, id]);
     await client.query('commit');
+    if (notify === 'after') pool.query('select pg_notify($1, $2)', [channel, id]).catch(() => undefined);
     return id;
   } catch (err) {
     await client.query('rollback').catch(() => undefined);

@@ -122,12 +122,13 @@ export function writeJson(path: string | undefined, rows: Result[], ratios: [str
 
 export function printTable(rows: Result[], ratios: [string, string, string][]): void {
   const byName = new Map(rows.map((r) => [r.name, r]));
+  const width = Math.max(34, ...rows.map((r) => r.name.length));
   console.log(
-    `\n${'scenario'.padEnd(34)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'errors'.padStart(7)} ${'non2xx'.padStart(7)}`,
+    `\n${'scenario'.padEnd(width)} ${'req/s'.padStart(9)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'errors'.padStart(7)} ${'non2xx'.padStart(7)}`,
   );
   for (const r of rows) {
     console.log(
-      `${r.name.padEnd(34)} ${String(r.requestsPerSec).padStart(9)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.non2xx).padStart(7)}`,
+      `${r.name.padEnd(width)} ${String(r.requestsPerSec).padStart(9)} ${String(r.p50).padStart(7)} ${String(r.p99).padStart(7)} ${String(r.errors).padStart(7)} ${String(r.non2xx).padStart(7)}`,
     );
   }
   console.log('');
@@ -139,6 +140,6 @@ export function printTable(rows: Result[], ratios: [string, string, string][]): 
   const cpu = rows.filter((r) => r.cpuUsPerRequest !== undefined);
   if (cpu.length === 0) return;
   console.log('\nserver CPU per request (µs):');
-  for (const r of cpu) console.log(`  ${r.name.padEnd(34)} ${String(r.cpuUsPerRequest).padStart(7)}`);
+  for (const r of cpu) console.log(`  ${r.name.padEnd(width)} ${String(r.cpuUsPerRequest).padStart(7)}`);
   for (const [label, value] of Object.entries(cpuRatiosOf(rows, ratios))) console.log(`${`${label} (by CPU)`.padEnd(50)} ${ratioText(value)}x`);
 }

@@ -66,6 +66,11 @@ export interface DbHandle {
   pgPool?: pg.Pool;
   /** For PostgreSQL: the schema named in the URL, if any. */
   pgSchema?: string;
+  /**
+   * For PostgreSQL: what wakes other instances after each commit (a NOTIFY sent once the write has
+   * committed, see postgres/notifier.ts). Tests set `dropping` to lose every wake-up this handle sends.
+   */
+  pgNotifier?: { dropping: boolean };
   /** For PostgreSQL: a handle of its own without statement timeouts, for migrations (closed by the caller). */
   unbounded?(): DbHandle;
   /** For SQLite files: the path of the database file. */

@@ -21,6 +21,10 @@ describe('PostgreSQL ending the service’s idle connections', {
       // The server backends of every idle connection of the pool, as a restart of PostgreSQL, an
       // administrator or an idle timeout on the way would end them.
       const pool = server.ctx.db.pgPool!;
+      // The declare's wake-up of other instances (a NOTIFY sent after the commit, not awaited by the
+      // answer) may still hold a connection: wait until every connection is back in the pool.
+      const quiet = Date.now() + 5_000;
+      while ((pool.idleCount < pool.totalCount || pool.waitingCount > 0) && Date.now() < quiet) await new Promise((r) => setTimeout(r, 10));
       const idle = await Promise.all(Array.from({ length: pool.idleCount }, () => pool.connect()));
       const pids = idle.map((c) => (c as unknown as { processID: number }).processID);
       for (const c of idle) c.release();

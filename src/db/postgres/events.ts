@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { EmergencyInsert, EventInsert } from '../unit-of-work.js';
 import type { AuditLogTable, IdempotencyKeyTable } from '../types.js';
 
-/** The channel on which a committing writer announces `{orgId, offset}` to every instance. */
+/** The channel on which an instance announces `{orgId, offset}` to every instance once a write has committed (notifier.ts). */
 export const PG_EVENT_CHANNEL = 'emergency_events';
 
 /** A value placeholder of a prepared query (see preparedQuery). */
@@ -30,12 +30,11 @@ export const appendEventsCtes = (p: Param) => sql`
   )`;
 
 /**
- * The last offset written, announced with NOTIFY, which PostgreSQL delivers only if and when the
- * transaction commits. No row when the org does not exist (nothing was bumped).
+ * The last offset written; no row when the org does not exist (nothing was bumped). Other instances
+ * are told of it after the commit (notifier.ts), not by a NOTIFY in this transaction.
  */
-export const appendedEventsResult = (p: Param) => sql<{ last_offset: string | number }>`
-  select max(stream_offset) as last_offset,
-    pg_notify(${PG_EVENT_CHANNEL}, json_build_object('orgId', ${p('org_id')}::text, 'offset', max(stream_offset))::text)
+export const appendedEventsResult = sql<{ last_offset: string | number }>`
+  select max(stream_offset) as last_offset
   from inserted
   having count(*) > 0`;
 

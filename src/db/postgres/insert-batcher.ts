@@ -20,9 +20,10 @@ const MAX_BATCH = 256;
 
 /**
  * Any number of insert-only units of one org as one statement: their emergencies, their audit
- * entries, one offset bump for all their events and one wake-up carrying the highest. Data-modifying
- * WITH clauses commit atomically with the statement, and one named statement serves every batch size
- * because each column travels as one array. The rows are the services' own: no rule is stated here.
+ * entries and one offset bump for all their events, returning the highest offset (the batch's one
+ * wake-up, sent once it has committed). Data-modifying WITH clauses commit atomically with the
+ * statement, and one named statement serves every batch size because each column travels as one
+ * array. The rows are the services' own: no rule is stated here.
  */
 const insertBatch = preparedQuery((db, p) =>
   sql<{ last_offset: string | number }>`
@@ -30,7 +31,7 @@ const insertBatch = preparedQuery((db, p) =>
     audit as (${insertAuditSql(p)}),
     answers as (${insertIdempotencySql(p)}),
     ${appendEventsCtes(p)}
-    ${appendedEventsResult(p)}`.compile(db),
+    ${appendedEventsResult}`.compile(db),
 );
 
 interface Pending {

@@ -7,7 +7,7 @@ import { PG_EVENT_CHANNEL } from './events.js';
 const RECONNECT_DELAY_MS = 1_000;
 
 /**
- * On PostgreSQL, forwards the NOTIFY sent by every committing writer (any instance) to `onEvent`
+ * On PostgreSQL, forwards the NOTIFY every instance sends after its commits (notifier.ts) to `onEvent`
  * (the process's event bus). It holds one dedicated connection and reconnects after a failure; readers
  * also poll, so a notification lost while reconnecting only delays them.
  */

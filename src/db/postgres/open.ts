@@ -6,6 +6,7 @@ import type { Database, IdempotencyKeyTable } from '../types.js';
 import { type CommittedEvent, type UnitOfWork, type Writes, WriteSet } from '../unit-of-work.js';
 import { openPgPool } from './pool.js';
 import { PgInsertBatcher } from './insert-batcher.js';
+import { PgCommitNotifier } from './notifier.js';
 import { OwnSchemaPostgresDialect } from './schema-introspector.js';
 import { lockEmergency, sendWrites } from './writes.js';
 
@@ -59,8 +60,12 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
   let committedListener: (event: CommittedEvent) => void = () => undefined;
+  // Other instances hear of a commit by a NOTIFY sent after it, off the caller's path (notifier.ts).
+  const notifier = new PgCommitNotifier(pool, (err, consequence) => report(err, consequence));
+  /** Once committed: this process's readers at once, then (queued, never awaited) the other instances. */
   const announce = (events: CommittedEvent[]) => {
     for (const event of events) committedListener(event);
+    notifier.notify(events);
   };
   const batcher = new PgInsertBatcher({ db, dialect: 'postgres', pgPool: pool });
   const unitOfWork = async <T>(fn: (uow: UnitOfWork) => Promise<T>, idempotency?: IdempotencyScope): Promise<T> => {
@@ -94,6 +99,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     pgConfig: clientConfig,
     pgPool: pool,
     pgSchema: schema ?? undefined,
+    pgNotifier: notifier,
     unitOfWork,
     unbounded: () => openPostgres(url, { ...timeouts, statementTimeoutMs: 0 }),
     async commit(record, result, idempotency) {
@@ -127,6 +133,10 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     reportFailures(to) {
       report = to;
     },
-    close: () => db.destroy(),
+    async close() {
+      // Wake-ups of the last commits go out before the pool closes.
+      await notifier.close();
+      await db.destroy();
+    },
   };
 }

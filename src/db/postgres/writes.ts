@@ -4,7 +4,7 @@ import type { Database } from '../types.js';
 import type { CommittedEvent, LockedEmergency, WriteSet } from '../unit-of-work.js';
 import { appendedEventsResult, appendEventsCtes, eventColumns } from './events.js';
 
-const appendEvents = preparedQuery((db, p) => sql<{ last_offset: string | number }>`with ${appendEventsCtes(p)} ${appendedEventsResult(p)}`.compile(db));
+const appendEvents = preparedQuery((db, p) => sql<{ last_offset: string | number }>`with ${appendEventsCtes(p)} ${appendedEventsResult}`.compile(db));
 
 /** The emergency row locked until the commit, so concurrent transitions of one emergency run one after another. */
 export function lockEmergency(trx: Kysely<Database>, orgId: string, id: string): Promise<LockedEmergency | undefined> {

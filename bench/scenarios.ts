@@ -399,4 +399,24 @@ export const scenarios: Scenario[] = [
       ];
     },
   },
+  {
+    id: 'console-stream',
+    file: 'bench/console-stream.ts',
+    output: 'bench-json',
+    env: (o) => (o.quick ? { BENCH_CONSOLES: '20', BENCH_DEVICES: '20', BENCH_DECLARES: '50' } : {}),
+    timeoutSeconds: () => 300,
+    rows(raw) {
+      return [
+        {
+          metric: `console stream (SSE), ${raw.consoles} watchers of one org, declare sent → frame, p99`,
+          value: raw.console.p99,
+          unit: 'ms',
+          baseline: raw.device.p99,
+          baselineLabel: `${raw.devices} base stations (WebSocket), same run`,
+          note: `p50 ${raw.console.p50} ms vs ${raw.device.p50} ms; ${raw.console.missing} frames missing`,
+          invalid: raw.console.missing > 0 || raw.device.missing > 0 ? 'frames missing' : undefined,
+        },
+      ];
+    },
+  },
 ];

@@ -403,7 +403,7 @@ export const scenarios: Scenario[] = [
     id: 'console-stream',
     file: 'bench/console-stream.ts',
     output: 'bench-json',
-    env: (o) => (o.quick ? { BENCH_CONSOLES: '20', BENCH_DEVICES: '20', BENCH_DECLARES: '50' } : {}),
+    env: (o): Record<string, string> => (o.quick ? { BENCH_CONSOLES: '20', BENCH_DEVICES: '20', BENCH_DECLARES: '50' } : {}),
     timeoutSeconds: () => 300,
     rows(raw) {
       return [

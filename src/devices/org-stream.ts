@@ -1,6 +1,7 @@
 import type { DbHandle } from '../db/connect.js';
 import type { DeviceConnection } from './connection.js';
-import { eventsAfter } from './event-reader.js';
+import { eventsAfter, type StoredEvent } from './event-reader.js';
+import { LiveReader } from '../edge/live-reader.js';
 import { eventFrame, wireTextFrame } from './protocol.js';
 
 export interface OrgStreamOptions {
@@ -23,59 +24,33 @@ export interface OrgStreamOptions {
  * await between, so no row can fall between the replay and the live reader. Rows the replay already
  * sent beyond `readOffset` are skipped by the per-connection `lastSent` guard.
  */
-export class OrgStream {
-  readonly live = new Set<DeviceConnection>();
+export class OrgStream extends LiveReader<DeviceConnection> {
   /** Connections still replaying. */
   readonly replaying = new Set<DeviceConnection>();
-  /** Highest offset the live reader has fetched; null until the first member joins. */
-  readOffset: number | null = null;
-  private running = false;
-  private wakeAgain = false;
 
   constructor(
-    readonly orgId: string,
-    private readonly db: DbHandle,
+    orgId: string,
+    db: DbHandle,
     private readonly options: OrgStreamOptions,
-  ) {}
+  ) {
+    super(orgId, db, options.pageSize);
+  }
 
   get idle(): boolean {
     return this.live.size === 0 && this.replaying.size === 0 && !this.running;
   }
 
-  /** A commit happened (or may have): read what is new. Wake-ups during a read coalesce into one more read. */
-  wake(): void {
-    if (this.live.size === 0) return;
-    if (this.running) {
-      this.wakeAgain = true;
-      return;
+  protected deliver(row: StoredEvent): void {
+    const wire = wireTextFrame(eventFrame(row.offset, row.payload));
+    for (const conn of this.live) {
+      if (!conn.sendLive(row.offset, wire)) this.live.delete(conn);
     }
-    void this.pump();
+    this.options.onLiveEvent?.(row.createdAtMs);
   }
 
-  private async pump(): Promise<void> {
-    this.running = true;
-    try {
-      do {
-        this.wakeAgain = false;
-        while (this.live.size > 0 && this.readOffset !== null) {
-          const rows = await eventsAfter(this.db, this.orgId, this.readOffset, this.options.pageSize);
-          for (const row of rows) {
-            const wire = wireTextFrame(eventFrame(row.offset, row.payload));
-            for (const conn of this.live) {
-              if (!conn.sendLive(row.offset, wire)) this.live.delete(conn);
-            }
-            this.options.onLiveEvent?.(row.createdAtMs);
-            this.readOffset = row.offset;
-          }
-          if (rows.length < this.options.pageSize) break;
-        }
-      } while (this.wakeAgain && this.live.size > 0);
-    } catch (err) {
-      // The backstop poll wakes this stream again; the rows stay in the table meanwhile.
-      this.options.onError(err, 'live read');
-    } finally {
-      this.running = false;
-    }
+  protected readFailed(err: unknown): void {
+    // The backstop poll wakes this stream again; the rows stay in the table meanwhile.
+    this.options.onError(err, 'live read');
   }
 
   /**

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { DbHandle } from '../db/connect.js';
 import { eventsAfter, type StoredEvent } from '../db/reads.js';
 import type { EventBus } from '../domain/events/bus.js';
+import { LiveReader } from '../edge/live-reader.js';
 
 /**
  * The org's event stream as Server-Sent Events, for browsers (the operator console): the same
@@ -47,55 +48,29 @@ class Watcher {
 }
 
 /** Everything this process streams to the watchers of one org; see OrgStream for the device side. */
-class OrgFeed {
-  readonly live = new Set<Watcher>();
-  readOffset: number | null = null;
-  private running = false;
-  private again = false;
-
+class OrgFeed extends LiveReader<Watcher> {
   constructor(
-    private readonly orgId: string,
-    private readonly db: DbHandle,
+    orgId: string,
+    db: DbHandle,
     private readonly onError: (err: unknown) => void,
-  ) {}
+  ) {
+    super(orgId, db, PAGE);
+  }
 
   get idle(): boolean {
     return this.live.size === 0 && !this.running;
   }
 
-  wake(): void {
-    if (this.live.size === 0) return;
-    if (this.running) {
-      this.again = true;
-      return;
+  protected deliver(row: StoredEvent): void {
+    const frame = frameOf(row);
+    for (const w of this.live) {
+      w.send(row.offset, frame);
+      if (w.closed) this.live.delete(w);
     }
-    void this.pump();
   }
 
-  private async pump(): Promise<void> {
-    this.running = true;
-    try {
-      do {
-        this.again = false;
-        while (this.live.size > 0 && this.readOffset !== null) {
-          const rows = await eventsAfter(this.db, this.orgId, this.readOffset, PAGE);
-          for (const row of rows) {
-            const frame = frameOf(row);
-            for (const w of this.live) {
-              w.send(row.offset, frame);
-              if (w.closed) this.live.delete(w);
-            }
-            this.readOffset = row.offset;
-          }
-          if (rows.length < PAGE) break;
-        }
-      } while (this.again && this.live.size > 0);
-    } catch (err) {
-      // The backstop poll reads again; the rows stay in the table meanwhile.
-      this.onError(err);
-    } finally {
-      this.running = false;
-    }
+  protected readFailed(err: unknown): void {
+    this.onError(err);
   }
 
   /** Replays what the watcher missed on its own, then joins the live readers in one synchronous step (no row can fall between). */

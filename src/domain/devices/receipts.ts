@@ -1,15 +1,13 @@
 import type { AppContext } from '../../context.js';
-import type { DeviceTable } from '../../db/types.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
-import { emergencyNotFound } from '../emergencies/not-found.js';
+import { existingEmergencyId } from '../emergencies/not-found.js';
 import { findOrgScope } from '../orgs/scope.js';
 import { keysetPage } from '../shared/cursor.js';
 import type { Page } from '../shared/schema.js';
-import { isUuid } from '../shared/ids.js';
 import { activeSubscriptionsInTree, subscriptionWants } from '../webhooks/repo.js';
 import type { DeviceReceiptItem, EmergencyReceipts, EventReceipt } from './receipt-schema.js';
-import { ONLINE_WINDOW_MS } from './service.js';
+import { isOnline as online } from './service.js';
 
 /**
  * Who has an alert. A device has acknowledged an event once its acked offset reached the event's
@@ -18,14 +16,7 @@ import { ONLINE_WINDOW_MS } from './service.js';
  * or events: never one per device or per event.
  */
 
-type DeviceRow = Pick<DeviceTable, 'id' | 'name' | 'status' | 'created_at' | 'connection_id' | 'last_seen_at' | 'acked_offset' | 'acked_at' | 'connected_at'>;
-
 const DEVICE_COLUMNS = ['id', 'name', 'status', 'created_at', 'connection_id', 'last_seen_at', 'acked_offset', 'acked_at', 'connected_at'] as const;
-
-/** Connected, and heard from within the online window (the rule of DeviceRecord.online). */
-function online(row: DeviceRow, now: number): boolean {
-  return row.status === 'active' && row.connection_id !== null && row.last_seen_at !== null && now - Date.parse(row.last_seen_at) <= ONLINE_WINDOW_MS;
-}
 
 /** `GET /orgs/{org_id}/devices`: the org's base stations by name then id, with how far behind each is. */
 export async function listOrgDevices(
@@ -143,9 +134,7 @@ export async function emergencyReceipts(
   options: { detail?: 'devices' } = {},
 ): Promise<EmergencyReceipts> {
   const org = await authorize(ctx, caller, orgId, 'read');
-  const id = isUuid(emergencyId) ? emergencyId.toLowerCase() : null;
-  const exists = id && (await ctx.db.db.selectFrom('emergencies').select('id').where('org_id', '=', org.id).where('id', '=', id).executeTakeFirst());
-  if (!exists || !id) throw emergencyNotFound(emergencyId);
+  const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   const events: EventRow[] = await ctx.db.db
     .selectFrom('events')
     .select(['id', 'stream_offset', 'event_type', 'sequence', 'created_at'])

@@ -26,8 +26,13 @@ function mintToken(): { token: string; prefix: string } {
   return { token: `enk_dev_${prefix}${randomBytes(32).toString('hex')}`, prefix };
 }
 
+/** Connected to a gateway that has heard from it within the online window. */
+export function isOnline(row: Pick<DeviceTable, 'status' | 'connection_id' | 'last_seen_at'>, now = Date.now()): boolean {
+  return row.status === 'active' && row.connection_id !== null && row.last_seen_at !== null && now - Date.parse(row.last_seen_at) <= ONLINE_WINDOW_MS;
+}
+
 export function toDeviceRecord(row: DeviceTable, now = Date.now()): DeviceRecord {
-  const online = row.status === 'active' && row.connection_id !== null && row.last_seen_at !== null && now - Date.parse(row.last_seen_at) <= ONLINE_WINDOW_MS;
+  const online = isOnline(row, now);
   return {
     id: row.id,
     orgId: row.org_id,

@@ -2,7 +2,7 @@ import type { AppContext } from '../../context.js';
 import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
-import { emergencyNotFound } from '../emergencies/not-found.js';
+import { existingEmergencyId } from '../emergencies/not-found.js';
 import { decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { isUuid } from '../shared/ids.js';
 import type { EmergencyEventsQuery, ListEventsQuery } from './schema.js';
@@ -68,9 +68,7 @@ export async function listEmergencyEventsJson(
   params: EmergencyEventsQuery,
 ): Promise<string> {
   const org = await authorize(ctx, caller, orgId, 'read');
-  const id = isUuid(emergencyId) ? emergencyId.toLowerCase() : null;
-  const exists = id && (await ctx.db.db.selectFrom('emergencies').select('id').where('org_id', '=', org.id).where('id', '=', id).executeTakeFirst());
-  if (!exists) throw emergencyNotFound(emergencyId);
+  const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   let query = ctx.db.db.selectFrom('events').select(['stream_offset', 'payload', 'sequence']).where('org_id', '=', org.id).where('emergency_id', '=', id);
   if (params.cursor) query = query.where('sequence', '>', decodeCursor(params.cursor, ['number'])[0] as number);
   const rows = await query

@@ -2,19 +2,12 @@ import type { AppContext } from '../../context.js';
 import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
-import { emergencyNotFound } from '../emergencies/not-found.js';
+import { existingEmergencyId } from '../emergencies/not-found.js';
 import { BY_CREATION, keysetPage } from '../shared/cursor.js';
 import { isUuid } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
-import { emergencyExists, toMessageRecord } from './repo.js';
+import { toMessageRecord } from './repo.js';
 import type { MessageRecord } from './schema.js';
-
-/** The emergency's id when it names an emergency of the org (404 emergency_not_found otherwise). */
-async function emergencyOf(ctx: AppContext, orgId: string, emergencyId: string): Promise<string> {
-  const id = isUuid(emergencyId) ? emergencyId.toLowerCase() : null;
-  if (!id || !(await emergencyExists(ctx.db.db, orgId, id))) throw emergencyNotFound(emergencyId);
-  return id;
-}
 
 /** `GET .../messages`: the emergency's conversation, oldest first, each message with its attachments. */
 export async function listMessages(
@@ -25,7 +18,7 @@ export async function listMessages(
   params: { cursor?: string; limit: number },
 ): Promise<Page<MessageRecord>> {
   const org = await authorize(ctx, caller, orgId, 'read');
-  const id = await emergencyOf(ctx, org.id, emergencyId);
+  const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   const page = await keysetPage(
     ctx.db.db.selectFrom('messages').selectAll().where('org_id', '=', org.id).where('emergency_id', '=', id),
     BY_CREATION,
@@ -71,7 +64,7 @@ export async function attachmentContent(
   attachmentId: string,
 ): Promise<{ bytes: Buffer; mimeType: string }> {
   const org = await authorize(ctx, caller, orgId, 'read');
-  const id = await emergencyOf(ctx, org.id, emergencyId);
+  const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   const row = isUuid(attachmentId)
     ? await ctx.db.db
         .selectFrom('attachments as a')

@@ -82,22 +82,35 @@ export interface AckUpdate {
  */
 export async function recordAcks(handle: DbHandle, acks: AckUpdate[]): Promise<void> {
   if (acks.length === 0) return;
+  // Acks of one flush mostly share their org and offset (every device acks the same frames), and many
+  // their arrival time: one statement per such group, not one per device, so a flush of a thousand
+  // devices' acks costs a few statements.
+  const groups = new Map<string, { orgId: string; offset: number; at: string; deviceIds: string[] }>();
+  for (const ack of acks) {
+    const key = `${ack.orgId}\u0000${ack.offset}\u0000${ack.at}`;
+    const group = groups.get(key);
+    if (group) group.deviceIds.push(ack.deviceId);
+    else groups.set(key, { orgId: ack.orgId, offset: ack.offset, at: ack.at, deviceIds: [ack.deviceId] });
+  }
   await inTransaction(handle, async (tx) => {
-    const advanced: AckUpdate[] = [];
-    for (const ack of acks) {
-      const result = await tx.db
-        .updateTable('devices')
-        .set({ acked_offset: ack.offset, acked_at: ack.at })
-        .where('id', '=', ack.deviceId)
-        .where('org_id', '=', ack.orgId)
-        .where('acked_offset', '<', ack.offset)
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) > 0) advanced.push(ack);
+    const history: { device_id: string; org_id: string; to_offset: number; acked_at: string }[] = [];
+    for (const { orgId, offset, at, deviceIds } of groups.values()) {
+      for (let i = 0; i < deviceIds.length; i += CHUNK) {
+        const advanced = await tx.db
+          .updateTable('devices')
+          .set({ acked_offset: offset, acked_at: at })
+          .where('org_id', '=', orgId)
+          .where('id', 'in', deviceIds.slice(i, i + CHUNK))
+          .where('acked_offset', '<', offset)
+          .returning('id')
+          .execute();
+        for (const row of advanced) history.push({ device_id: row.id, org_id: orgId, to_offset: offset, acked_at: at });
+      }
     }
-    for (let i = 0; i < advanced.length; i += CHUNK) {
+    for (let i = 0; i < history.length; i += CHUNK) {
       await tx.db
         .insertInto('device_acks')
-        .values(advanced.slice(i, i + CHUNK).map((a) => ({ device_id: a.deviceId, org_id: a.orgId, to_offset: a.offset, acked_at: a.at })))
+        .values(history.slice(i, i + CHUNK))
         .onConflict((oc) => oc.columns(['device_id', 'to_offset']).doNothing())
         .execute();
     }

@@ -65,7 +65,7 @@ const port = await new Promise<number>((resolve) => {
 });
 const serverUrl = `http://127.0.0.1:${port}`;
 const child = spawn(process.execPath, [fileURLToPath(new URL('../bin/emergency-api.js', import.meta.url)), 'serve'], {
-  env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent' },
+  env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'silent', RATE_LIMIT_PER_KEY: '1000000' },
   stdio: ['ignore', 'ignore', 'inherit'],
 });
 for (let i = 0; ; i++) {

@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: every scenario of bench/scenarios.ts on SQLite and, when PostgreSQL is configured or
- * reachable, on PostgreSQL; prints one table and writes bench/results.json and bench/results.svg.
+ * reachable, on PostgreSQL; prints one table and writes bench/results.json, bench/results.svg (the chart) and bench/results.md (the table in Markdown).
  *
  *   npm run bench                      BENCH_DURATION (default 6) seconds per measurement; ~8 minutes for both databases
  *   npm run bench -- --quick           2 s per measurement and smaller fan-outs: a smoke run of the whole suite
@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { ROOT } from './lib/harness.js';
-import { type Database, makeRow, renderSvg, renderTable, type Row, statusRow } from './lib/report.js';
+import { type Database, makeRow, renderMarkdown, renderSvg, renderTable, type Row, statusRow } from './lib/report.js';
 import { dropSchemas } from './lib/support.js';
 import { type RunOptions, type Scenario, scenarios } from './scenarios.js';
 
@@ -127,8 +127,10 @@ writeFileSync(
     2,
   )}\n`,
 );
+const resultsMd = join(ROOT, 'bench/results.md');
 writeFileSync(resultsSvg, renderSvg(rows, subtitle));
-console.log(`wrote ${resultsJson} and ${resultsSvg}`);
+writeFileSync(resultsMd, renderMarkdown(rows, subtitle));
+console.log(`wrote ${resultsJson}, ${resultsSvg} and ${resultsMd}`);
 rmSync(runDir, { recursive: true, force: true });
 process.exitCode = counts('error') ? 1 : 0;
 

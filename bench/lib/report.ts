@@ -132,6 +132,34 @@ export function renderTable(rows: Row[]): string {
   return [line(header), widths.map((w, i) => (i === widths.length - 1 ? '----' : '-'.repeat(w))).join('  '), ...cells.map(line)].join('\n');
 }
 
+/** The same rows as a Markdown table (bench/results.md), for the README: every figure from one run. */
+export function renderMarkdown(rows: Row[], subtitle: string): string {
+  const cell = (s: string) => s.replaceAll('|', '\\|');
+  const lines = [
+    `_${cell(subtitle)}_`,
+    '',
+    '| scenario | database | metric | value | same-run baseline | ratio | target | result |',
+    '|---|---|---|---:|---:|---:|---|---|',
+    ...rows
+      .map((r) =>
+        [
+          r.scenario,
+          r.database === 'postgres' ? 'PostgreSQL' : 'SQLite',
+          r.metric,
+          formatNumber(r.value, r.unit),
+          r.baseline === null ? '—' : `${formatNumber(r.baseline, r.unit)}${r.baselineLabel ? ` (${r.baselineLabel})` : ''}`,
+          formatRatio(r.ratio),
+          formatTarget(r),
+          `${r.status}${r.note ? `: ${r.note}` : ''}`,
+        ]
+          .map(cell)
+          .join(' | '),
+      )
+      .map((line) => `| ${line} |`),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
 /** How far a row is from its target, on one scale for every kind of target: ≥ 1 meets it (for "<" targets the budget ÷ the value). */
 export function targetScore(row: Row): number | null {
   const t = row.target;

@@ -1,8 +1,17 @@
 /**
  * Device gateway benchmark.
- *   1. declare→frame latency with 1,000 connected devices of one org (p50/p99 over every delivery,
- *      and the time until the last device of the org has the frame), against a baseline measured in
- *      the same run: the declare round trip alone and declare→frame with a single device.
+ *   1. declare→frame latency with 100 and with 1,000 connected devices of one org (p50/p99/max over every
+ *      delivery, and the time until the last device of the org has the frame), against baselines measured in
+ *      the same run: the declare round trip alone and declare→frame with a single device; bare TCP fan-out
+ *      floors (node:net, C with 1 and 2 threads); and the peers, the same number of subscribers reading the
+ *      same number of messages of the frame's size, one at a time, through
+ *        - Mosquitto (MQTT 3.1.1, QoS 0; published with the `mqtt` client),
+ *        - NATS core (published with the `nats` client, @nats-io/transport-node),
+ *        - NATS JetStream: a stream on file storage (the peer that also stores and replays, as the service
+ *          commits every event) and per subscriber an ordered push consumer as nats.js makes them (ack none,
+ *          deliver new, flow control, idle heartbeat) delivering to its own inbox; the publish waits for the
+ *          stream's PubAck, as a declare waits for its commit.
+ *      All of them are read by the same reader processes (bench/lib/device-reader.c): sent → frame arrived.
  *   2. Server RSS with 10,000 idle connected devices → devices per GiB.
  * The server runs in a child process (`emergency-api serve`) so the clients' memory and CPU are not
  * counted as the server's; provisioning runs here. The measuring devices read frames off the wire in
@@ -11,7 +20,12 @@
  *
  *   node --import tsx bench/devices.ts            (SQLite file in a temp dir)
  *   DATABASE_URL=postgres://... node --import tsx bench/devices.ts
- *   BENCH_PARTS=latency|idle, BENCH_LATENCY_DEVICES, BENCH_IDLE_DEVICES, BENCH_DECLARES to run less
+ *   BENCH_PARTS=latency|idle, BENCH_IDLE_DEVICES, BENCH_DECLARES to run less
+ *   BENCH_LATENCY_DEVICES=100,1000 (default): the subscriber counts of the latency part, comma-separated
+ *   BENCH_PEERS=mosquitto,nats,jetstream (default; empty for none): the peers measured at each count; a peer
+ *     whose server does not answer is skipped with a note
+ *   BENCH_MQTT_PORT (1883), BENCH_NATS_PORT (4222): the local Mosquitto and NATS (started with -js) servers
+ *   BENCH_JETSTREAM_STORAGE=file (default) or memory: the JetStream stream's storage
  *   BENCH_DEVICE_ACK=1: the measuring devices acknowledge every event frame they read ({"type":"ack","offset":N}),
  *     so the gateway's ack recording (batched flushes every second) runs during the latency measurement; the run
  *     then checks that every device's acknowledged offset reached the last event
@@ -26,12 +40,16 @@ import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect as natsConnect } from '@nats-io/transport-node';
+import mqtt from 'mqtt';
 import WebSocket from 'ws';
 import { createContext } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { operatorCaller } from '../src/domain/access/principal.js';
+import { eventsAfter } from '../src/db/reads.js';
 import { createDevice } from '../src/domain/devices/service.js';
 import { createApiKey } from '../src/domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/service.js';
@@ -39,13 +57,21 @@ import { compiledTool } from './lib/c-tools.js';
 import { processCpuMs } from './lib/harness.js';
 import { type Arrivals, DeviceSwarm, monotonicMs } from './lib/device-swarm.js';
 
-const LATENCY_DEVICES = Number(process.env.BENCH_LATENCY_DEVICES ?? 1_000);
+const LATENCY_SIZES = (process.env.BENCH_LATENCY_DEVICES ?? '100,1000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
+const LATENCY_DEVICES = Math.max(...LATENCY_SIZES);
+const PEERS = (process.env.BENCH_PEERS ?? 'mosquitto,nats,jetstream').split(',').filter(Boolean) as PeerName[];
+const MQTT_PORT = Number(process.env.BENCH_MQTT_PORT ?? 1883);
+const NATS_PORT = Number(process.env.BENCH_NATS_PORT ?? 4222);
+const JETSTREAM_STORAGE = process.env.BENCH_JETSTREAM_STORAGE === 'memory' ? 'memory' : 'file';
 const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
 const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
 /** Processes the measuring devices are spread over (see bench/lib/device-swarm.ts). */
 const READERS = Number(process.env.BENCH_READERS ?? 2);
-/** About the size of an emergency.declared frame as the benchmark declares it. */
-const FRAME_BYTES = 900;
+/** About the size of an emergency.declared frame as the benchmark declares it; measured in the run (`frameSize`). */
+const ESTIMATED_FRAME_BYTES = 900;
 /** The measuring devices acknowledge every event frame (see bench/lib/device-reader.c). */
 const ACK = process.env.BENCH_DEVICE_ACK === '1';
 /** `latency`, `idle` or both (default). */
@@ -80,7 +106,7 @@ function percentiles(samples: number[]) {
 function summarize(label: string, samples: number[]) {
   const { p50, p99, max } = percentiles(samples);
   console.log(`  ${label.padEnd(46)} p50 ${fmt(p50).padStart(10)}  p99 ${fmt(p99).padStart(10)}  max ${fmt(max).padStart(10)}  (n=${samples.length})`);
-  return { p50, p99 };
+  return { p50, p99, max };
 }
 
 async function freePort(): Promise<number> {
@@ -332,7 +358,130 @@ async function latencyRun(server: ServerChild, ctx: AppContext, devices: number,
   }
   const serverCpuMsPerDeclare = Number(((processCpuMs(server.child) - cpuBefore) / declares).toFixed(3));
   await swarm.close();
-  return { roundTrips, ...deliveries, acked, serverCpuMsPerDeclare };
+  return { orgId, base, roundTrips, ...deliveries, acked, serverCpuMsPerDeclare };
+}
+
+/** The emergency.declared frame the gateway sent for the last declare: its JSON payload and its bytes on the wire. */
+async function frameSize(ctx: AppContext, orgId: string, offset: number): Promise<{ payloadBytes: number; wireBytes: number }> {
+  const [row] = await eventsAfter(ctx.db, orgId, offset - 1, 1);
+  if (!row) return { payloadBytes: ESTIMATED_FRAME_BYTES - 4, wireBytes: ESTIMATED_FRAME_BYTES };
+  const payloadBytes = Buffer.byteLength(`{"type":"event","offset":${row.offset},"event":${row.payload}}`);
+  return { payloadBytes, wireBytes: payloadBytes + (payloadBytes < 126 ? 2 : payloadBytes < 65_536 ? 4 : 10) };
+}
+
+// The peers: brokers that fan one published message out to every subscriber.
+type PeerName = 'mosquitto' | 'nats' | 'jetstream';
+
+const PEER_LABELS: Record<PeerName, string> = {
+  mosquitto: 'Mosquitto, MQTT QoS 0',
+  nats: 'NATS core',
+  jetstream: `NATS JetStream (${JETSTREAM_STORAGE} storage), ordered push consumers`,
+};
+
+/** A message of the frame's payload size that the readers number like an event frame. */
+function peerPayload(round: number, bytes: number): Buffer {
+  const head = `{"type":"event","offset":${round},"event":{"pad":"`;
+  const tail = '"}}';
+  return Buffer.from(head + 'x'.repeat(Math.max(0, bytes - head.length - tail.length)) + tail);
+}
+
+interface PeerRun {
+  /** Subscribes `count` reader sockets; then `publish` sends one message and resolves when the publisher is done with it. */
+  subscribe(swarm: DeviceSwarm, count: number): Promise<void>;
+  publish(payload: Buffer): Promise<void> | void;
+  stop(): Promise<void>;
+}
+
+async function startPeer(name: PeerName, tag: string): Promise<PeerRun> {
+  if (name === 'mosquitto') {
+    const topic = `bench/devices/${tag}`;
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${MQTT_PORT}`, { protocolVersion: 4, clean: true, reconnectPeriod: 0, connectTimeout: 3_000 });
+    // mqtt.js leaves Nagle's algorithm on; the other publishers (node:http, nats) turn it off.
+    (client.stream as unknown as { setNoDelay?(on: boolean): void }).setNoDelay?.(true);
+    return {
+      subscribe: (swarm, count) => swarm.connect({ kind: 'mqtt', port: MQTT_PORT, count, topic }),
+      publish: (payload) => void client.publish(topic, payload, { qos: 0 }),
+      stop: () => client.endAsync(),
+    };
+  }
+  const nc = await natsConnect({ servers: `127.0.0.1:${NATS_PORT}`, timeout: 3_000, maxReconnectAttempts: 0 });
+  const subject = `bench.devices.${tag}`;
+  if (name === 'nats') {
+    return {
+      subscribe: (swarm, count) => swarm.connect({ kind: 'nats', port: NATS_PORT, subjects: Array.from({ length: count }, () => subject) }),
+      publish: (payload) => nc.publish(subject, payload),
+      stop: () => nc.close(),
+    };
+  }
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  const stream = `BENCH_DEVICES_${tag.replaceAll('.', '_')}`;
+  await jsm.streams.add({ name: stream, subjects: [subject], storage: JETSTREAM_STORAGE, num_replicas: 1 });
+  return {
+    async subscribe(swarm, count) {
+      const inboxes = Array.from({ length: count }, (_, i) => `_INBOX.bench.${tag}.${i}`);
+      // The readers subscribe first, then every one gets its consumer: the configuration of a nats.js
+      // ordered push consumer (jsm.streams ... ordered), starting at the next message.
+      await swarm.connect({ kind: 'nats', port: NATS_PORT, subjects: inboxes });
+      for (let i = 0; i < count; i += 50) {
+        await Promise.all(
+          inboxes.slice(i, i + 50).map((inbox, j) =>
+            jsm.consumers.add(stream, {
+              name: `oc_${tag.replaceAll('.', '_')}_${i + j}`,
+              deliver_subject: inbox,
+              deliver_policy: 'new',
+              ack_policy: 'none',
+              max_deliver: 1,
+              flow_control: true,
+              idle_heartbeat: 30_000 * 1e6,
+              inactive_threshold: 5 * 60_000 * 1e6,
+              num_replicas: 1,
+              mem_storage: true,
+              filter_subject: subject,
+            } as Parameters<typeof jsm.consumers.add>[1]),
+          ),
+        );
+      }
+    },
+    publish: async (payload) => {
+      await js.publish(subject, payload);
+    },
+    stop: async () => {
+      await jsm.streams.delete(stream);
+      await nc.close();
+    },
+  };
+}
+
+/** Sent → frame arrived for one peer: `rounds` messages of `bytes`, one at a time, each waited for at every subscriber. */
+async function peerFanOut(name: PeerName, subscribers: number, rounds: number, bytes: number) {
+  const peer = await startPeer(name, `${process.pid}.${subscribers}`);
+  const swarm = DeviceSwarm.start(Math.min(READERS, subscribers));
+  try {
+    await peer.subscribe(swarm, subscribers);
+    await sleep(500);
+    // Warm-up, as for the gateway's declares.
+    for (let i = 0; i < 20; i++) {
+      await peer.publish(peerPayload(0, bytes));
+      await sleep(2);
+    }
+    await sleep(300);
+    await swarm.collect();
+    const sentAt = new Map<number, number>();
+    const publishTimes: number[] = [];
+    for (let round = 1; round <= rounds; round++) {
+      const t0 = monotonicMs();
+      sentAt.set(round, t0);
+      await peer.publish(peerPayload(round, bytes));
+      publishTimes.push(monotonicMs() - t0);
+      await swarm.received(round, 2_000);
+      await sleep(5);
+    }
+    return { publishTimes, ...deliveriesSince(sentAt, await swarm.collect(), subscribers) };
+  } finally {
+    await swarm.close();
+    await peer.stop();
+  }
 }
 
 async function main() {
@@ -362,56 +511,128 @@ async function main() {
       summarize('declare HTTP round trip', single.roundTrips);
       const singleFrame = summarize('declare → frame arrived (1 device)', single.arrived);
       const singleRead = summarize('declare → frame read (1 device)', single.read);
-      console.log(`\nbaselines (same run): bare TCP fan-out, one ${FRAME_BYTES}-byte write to each of ${LATENCY_DEVICES} loopback sockets, ${DECLARES} rounds`);
-      const floors: Record<string, { arrived: { p50: number; p99: number }; read: { p50: number; p99: number } }> = {};
-      for (const [name, label, start] of [
-        ['node', 'node:net server, one event loop', () => nodeFloorServer(FRAME_BYTES)],
-        ['c1', 'C, write(2) loop, 1 thread', () => cFloorServer(1, FRAME_BYTES)],
-        ['c2', 'C, write(2) loop, 2 threads', () => cFloorServer(2, FRAME_BYTES)],
-      ] as const) {
-        const floor = await floorFanOut(await start(), LATENCY_DEVICES, DECLARES, FRAME_BYTES);
-        floors[name] = { arrived: summarize(`${label}: arrived, every socket`, floor.arrived), read: percentiles(floor.read) };
-        summarize(`${label}: arrived, last socket`, floor.last);
+      const frame = await frameSize(ctx, single.orgId, single.base + DECLARES);
+      console.log(
+        `  the emergency.declared frame: ${frame.payloadBytes} bytes of JSON, ${frame.wireBytes} bytes on the wire (the floors' and the peers' size)`,
+      );
+      const bySize: Record<string, unknown>[] = [];
+      for (const devices of LATENCY_SIZES) {
+        console.log(`\n── ${devices} subscribers ──`);
+        console.log(`baselines (same run): bare TCP fan-out, one ${frame.wireBytes}-byte write to each of ${devices} loopback sockets, ${DECLARES} rounds`);
+        const floors: Record<string, { arrived: { p50: number; p99: number; max: number }; read: { p50: number; p99: number; max: number } }> = {};
+        for (const [name, label, start] of [
+          ['node', 'node:net server, one event loop', () => nodeFloorServer(frame.wireBytes)],
+          ['c1', 'C, write(2) loop, 1 thread', () => cFloorServer(1, frame.wireBytes)],
+          ['c2', 'C, write(2) loop, 2 threads', () => cFloorServer(2, frame.wireBytes)],
+        ] as const) {
+          const floor = await floorFanOut(await start(), devices, DECLARES, frame.wireBytes);
+          floors[name] = { arrived: summarize(`${label}: arrived, every socket`, floor.arrived), read: percentiles(floor.read) };
+          summarize(`${label}: arrived, last socket`, floor.last);
+        }
+
+        console.log(`\n${devices} connected devices of one org, ${DECLARES} sequential declares`);
+        const metricsBefore = await serverFanOutBuckets(server.url);
+        const many = await latencyRun(server, ctx, devices, DECLARES);
+        const metricsAfter = await serverFanOutBuckets(server.url);
+        const roundTrip = summarize('declare HTTP round trip', many.roundTrips);
+        const all = summarize(`declare → frame arrived, every delivery (${devices}/declare)`, many.arrived);
+        summarize('declare → frame arrived, first device', many.first);
+        const lastDevice = summarize('declare → frame arrived, last device', many.last);
+        const spread = summarize(
+          'first → last device (the fan-out, from outside)',
+          many.last.map((t, i) => t - many.first[i]!),
+        );
+        const allRead = summarize(`declare → frame read, every delivery`, many.read);
+        console.log(`  missing deliveries: ${many.missing}`);
+        if (ACK) console.log(`  devices whose acknowledged offset reached the last event within 15 s: ${many.acked}/${devices}`);
+        console.log(
+          `  server CPU per declare${ACK ? ' (with the acks of its frames)' : ''}: ${many.serverCpuMsPerDeclare} ms with ${devices} devices, ${single.serverCpuMsPerDeclare} ms with 1`,
+        );
+        // The server's own view (its /metrics histogram): from the event's creation in the transaction until
+        // the frame has been written to all of the org's sockets. Bucket bounds, not exact values.
+        const serverSide = {
+          p50AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.5),
+          p99AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.99),
+        };
+        console.log(
+          `  server side, commit → written to all ${devices} sockets (the fan-out alone): p50 <= ${serverSide.p50AtMostMs} ms, p99 <= ${serverSide.p99AtMostMs} ms (histogram buckets)`,
+        );
+        console.log(
+          `  p99 target < 5 ms (arrival): ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); ${(all.p99 / floors.node!.arrived.p99).toFixed(2)}x the bare node:net fan-out's p99, ${(all.p99 / floors.c2!.arrived.p99).toFixed(2)}x the 2-thread C floor's; read by the co-located readers: p99 ${fmt(allRead.p99)}`,
+        );
+
+        const peers: Record<string, unknown> = {};
+        for (const name of PEERS) {
+          const label = PEER_LABELS[name];
+          console.log(`\npeer (same run): ${label}, ${devices} subscribers, ${DECLARES} messages of ${frame.payloadBytes} bytes, one at a time`);
+          try {
+            const run = await peerFanOut(name, devices, DECLARES, frame.payloadBytes);
+            const publish = summarize(name === 'jetstream' ? 'publish → PubAck' : 'publish call', run.publishTimes);
+            const arrived = summarize(`sent → frame arrived, every delivery (${devices}/message)`, run.arrived);
+            const last = summarize('sent → frame arrived, last subscriber', run.last);
+            const peerSpread = summarize(
+              'first → last subscriber',
+              run.last.map((t, i) => t - run.first[i]!),
+            );
+            const read = summarize('sent → frame read, every delivery', run.read);
+            console.log(`  missing deliveries: ${run.missing}`);
+            console.log(
+              `  gateway vs ${label}: p50 ${fmt(all.p50)} vs ${fmt(arrived.p50)}, p99 ${fmt(all.p99)} vs ${fmt(arrived.p99)}, max ${fmt(all.max)} vs ${fmt(arrived.max)}; peer p99 / gateway p99 = ${(arrived.p99 / all.p99).toFixed(2)} (>= 1: the gateway is at least as good)`,
+            );
+            peers[name] = {
+              label,
+              everyDeliveryMs: arrived,
+              everyDeliveryReadMs: read,
+              lastMs: last,
+              spreadMs: peerSpread,
+              publishMs: publish,
+              missing: run.missing,
+            };
+          } catch (err) {
+            console.log(`  skipped: ${(err as Error).message}`);
+            peers[name] = { label, skipped: (err as Error).message };
+          }
+        }
+        bySize.push({
+          devices,
+          declares: DECLARES,
+          frameBytes: frame,
+          singleDeviceFrameMs: singleFrame,
+          singleDeviceReadMs: singleRead,
+          declareRoundTripMs: roundTrip,
+          everyDeliveryMs: all,
+          everyDeliveryReadMs: allRead,
+          lastDeviceMs: percentiles(many.last).p50,
+          lastDevicePercentilesMs: lastDevice,
+          spreadMs: spread,
+          bareTcpFanOutMs: floors.node!.arrived,
+          floorsMs: floors,
+          serverCommitToAllWrittenMs: serverSide,
+          missing: many.missing,
+          serverCpuMsPerDeclare: many.serverCpuMsPerDeclare,
+          singleDeviceServerCpuMsPerDeclare: single.serverCpuMsPerDeclare,
+          ...(ACK ? { acked: many.acked } : {}),
+          peers,
+        });
       }
-      console.log(`\n${LATENCY_DEVICES} connected devices of one org, ${DECLARES} sequential declares`);
-      const metricsBefore = await serverFanOutBuckets(server.url);
-      const many = await latencyRun(server, ctx, LATENCY_DEVICES, DECLARES);
-      const metricsAfter = await serverFanOutBuckets(server.url);
-      summarize('declare HTTP round trip', many.roundTrips);
-      const all = summarize(`declare → frame arrived, every delivery (${LATENCY_DEVICES}/declare)`, many.arrived);
-      summarize('declare → frame arrived, first device', many.first);
-      summarize('declare → frame arrived, last device', many.last);
-      const allRead = summarize(`declare → frame read, every delivery`, many.read);
-      console.log(`  missing deliveries: ${many.missing}`);
-      if (ACK) console.log(`  devices whose acknowledged offset reached the last event within 15 s: ${many.acked}/${LATENCY_DEVICES}`);
-      console.log(
-        `  server CPU per declare${ACK ? ' (with the acks of its frames)' : ''}: ${many.serverCpuMsPerDeclare} ms with ${LATENCY_DEVICES} devices, ${single.serverCpuMsPerDeclare} ms with 1`,
-      );
-      // The server's own view (its /metrics histogram): from the commit until the frame has been
-      // written to all of the org's sockets. Bucket bounds, not exact values.
-      const serverSide = { p50AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.5), p99AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.99) };
-      console.log(
-        `  server side, commit → written to all ${LATENCY_DEVICES} sockets: p50 <= ${serverSide.p50AtMostMs} ms, p99 <= ${serverSide.p99AtMostMs} ms (histogram buckets)`,
-      );
-      report.latency = {
-        devices: LATENCY_DEVICES,
-        declares: DECLARES,
-        singleDeviceFrameMs: singleFrame,
-        singleDeviceReadMs: singleRead,
-        everyDeliveryMs: all,
-        everyDeliveryReadMs: allRead,
-        bareTcpFanOutMs: floors.node!.arrived,
-        floorsMs: floors,
-        lastDeviceMs: percentiles(many.last).p50,
-        serverCommitToAllWrittenMs: serverSide,
-        missing: many.missing,
-        serverCpuMsPerDeclare: many.serverCpuMsPerDeclare,
-        singleDeviceServerCpuMsPerDeclare: single.serverCpuMsPerDeclare,
-        ...(ACK ? { acked: many.acked } : {}),
-      };
-      console.log(
-        `  p99 target < 5 ms (arrival): ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); ${(all.p99 / floors.node!.arrived.p99).toFixed(2)}x the bare node:net fan-out's p99, ${(all.p99 / floors.c2!.arrived.p99).toFixed(2)}x the 2-thread C floor's; read by the co-located readers: p99 ${fmt(allRead.p99)}`,
-      );
+      console.log(`\nsummary, sent → frame arrived at every subscriber (p50 / p99 / max, ms; ratio = peer p99 / gateway p99)`);
+      for (const entry of bySize as { devices: number; everyDeliveryMs: { p50: number; p99: number; max: number }; peers: Record<string, any> }[]) {
+        const g = entry.everyDeliveryMs;
+        console.log(`  ${String(entry.devices).padStart(5)} gateway (declare → frame)       ${g.p50.toFixed(2)} / ${g.p99.toFixed(2)} / ${g.max.toFixed(2)}`);
+        for (const [name, peer] of Object.entries(entry.peers)) {
+          if (peer.skipped) {
+            console.log(`  ${String(entry.devices).padStart(5)} ${name.padEnd(32)} skipped`);
+            continue;
+          }
+          const p = peer.everyDeliveryMs;
+          console.log(
+            `  ${String(entry.devices).padStart(5)} ${name.padEnd(32)} ${p.p50.toFixed(2)} / ${p.p99.toFixed(2)} / ${p.max.toFixed(2)}   ratio ${(p.p99 / g.p99).toFixed(2)}`,
+          );
+        }
+      }
+      report.latencyBySize = bySize;
+      // The largest size, in the layout earlier reports had.
+      report.latency = bySize.at(-1);
     } finally {
       await server.stop();
       await ctx.db.close();

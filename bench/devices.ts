@@ -29,6 +29,8 @@
  *   BENCH_DEVICE_ACK=1: the measuring devices acknowledge every event frame they read ({"type":"ack","offset":N}),
  *     so the gateway's ack recording (batched flushes every second) runs during the latency measurement; the run
  *     then checks that every device's acknowledged offset reached the last event
+ *   BENCH_SERVER_NODE_ARGS: extra node flags for the server child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to
+ *     profile the gateway under the benchmark
  *   BENCH_JSON=path writes the results as JSON (read by bench/run-all.ts)
  * Targets: p99 < 5 ms; >= 20,000 idle devices per GiB.
  */
@@ -76,6 +78,7 @@ const ESTIMATED_FRAME_BYTES = 900;
 const ACK = process.env.BENCH_DEVICE_ACK === '1';
 /** `latency`, `idle` or both (default). */
 const PARTS = (process.env.BENCH_PARTS ?? 'latency,idle').split(',');
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const BIN = fileURLToPath(new URL('../bin/emergency-api.js', import.meta.url));
 
 // 10,000 client sockets here (and as many in the server child) need a raised descriptor limit.
@@ -127,7 +130,7 @@ interface ServerChild {
 
 async function startServerChild(databaseUrl: string): Promise<ServerChild> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, BIN, 'serve'], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000' },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

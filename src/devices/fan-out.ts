@@ -42,7 +42,8 @@ const LENGTH = 4; // frame bytes
 const DONE = 5; // last job the helper finished
 const GENERATION = 6; // buffers generation: the helper fetches new buffers when it changed
 const STOP = 7;
-const CONTROL_WORDS = 8;
+const HELPER_SOCKETS = 8; // sockets the helper has written to, in all
+const CONTROL_WORDS = 9;
 
 /**
  * The helper: waits for a job, takes chunks of sockets from the counter, writes the frame to each with
@@ -74,6 +75,7 @@ for (;;) {
     for (let i = start; i < end; i++) {
       try { results[i] = writeSync(fds[i], frame, 0, length); } catch { results[i] = -1; }
     }
+    Atomics.add(control, ${HELPER_SOCKETS}, end - start);
   }
   Atomics.store(control, ${DONE}, job);
   Atomics.notify(control, ${DONE});
@@ -173,6 +175,11 @@ export class SocketFanOut {
       if (written !== length) direct[i]!.write(written > 0 ? wire.subarray(written) : wire);
     }
     direct.length = 0;
+  }
+
+  /** Sockets the helper thread has written to so far. */
+  get helperSockets(): number {
+    return Atomics.load(this.control, HELPER_SOCKETS);
   }
 
   async stop(): Promise<void> {

@@ -95,8 +95,7 @@ function directFd(socket: Duplex): number {
   const s = socket as Duplex & { _handle?: { fd?: number; constructor: { name: string } } | null; writableCorked?: number; connecting?: boolean };
   if (s.writableLength !== 0 || s.writableCorked || s.connecting || !s.writable || s.destroyed || socket instanceof TLSSocket) return -1;
   const handle = s._handle;
-  if (!handle || handle.constructor.name !== 'TCP') return -1;
-  const fd = handle.fd;
+  const fd = handle?.constructor.name === 'TCP' ? handle.fd : undefined;
   return typeof fd === 'number' && fd >= 0 ? fd : -1;
 }
 

@@ -26,6 +26,9 @@
  *     whose server does not answer is skipped with a note
  *   BENCH_MQTT_PORT (1883), BENCH_NATS_PORT (4222): the local Mosquitto and NATS (started with -js) servers
  *   BENCH_JETSTREAM_STORAGE=file (default) or memory: the JetStream stream's storage
+ *   BENCH_BASELINE_FAN_OUT_THREADS=0 (default; empty for none): also measures, at each count, a second server child
+ *     with DEVICE_FAN_OUT_THREADS set to this (0: every live frame written on the event loop, as before the
+ *     helper thread), on its own database: the gateway change's before/after in the same run
  *   BENCH_DEVICE_ACK=1: the measuring devices acknowledge every event frame they read ({"type":"ack","offset":N}),
  *     so the gateway's ack recording (batched flushes every second) runs during the latency measurement; the run
  *     then checks that every device's acknowledged offset reached the last event
@@ -67,6 +70,7 @@ const LATENCY_DEVICES = Math.max(...LATENCY_SIZES);
 const PEERS = (process.env.BENCH_PEERS ?? 'mosquitto,nats,jetstream').split(',').filter(Boolean) as PeerName[];
 const MQTT_PORT = Number(process.env.BENCH_MQTT_PORT ?? 1883);
 const NATS_PORT = Number(process.env.BENCH_NATS_PORT ?? 4222);
+const BASELINE_FAN_OUT_THREADS = process.env.BENCH_BASELINE_FAN_OUT_THREADS ?? '0';
 const JETSTREAM_STORAGE = process.env.BENCH_JETSTREAM_STORAGE === 'memory' ? 'memory' : 'file';
 const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
 const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
@@ -128,10 +132,10 @@ interface ServerChild {
   stop(): Promise<void>;
 }
 
-async function startServerChild(databaseUrl: string): Promise<ServerChild> {
+async function startServerChild(databaseUrl: string, extraEnv: Record<string, string> = {}): Promise<ServerChild> {
   const port = await freePort();
   const child = spawn(process.execPath, [...SERVER_NODE_ARGS, BIN, 'serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000', ...extraEnv },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -508,6 +512,14 @@ async function main() {
     const ctx = createContext(loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent' }));
     await migrateToLatest(ctx.db);
     const server = await startServerChild(url);
+    // The same service with its fan-out threads set otherwise (see BENCH_BASELINE_FAN_OUT_THREADS), on its own database.
+    let variant: { server: ServerChild; ctx: AppContext } | null = null;
+    if (BASELINE_FAN_OUT_THREADS !== '') {
+      const variantUrl = databaseUrl('latencyloop');
+      const variantCtx = createContext(loadConfig({ DATABASE_URL: variantUrl, LOG_LEVEL: 'silent' }));
+      await migrateToLatest(variantCtx.db);
+      variant = { server: await startServerChild(variantUrl, { DEVICE_FAN_OUT_THREADS: BASELINE_FAN_OUT_THREADS }), ctx: variantCtx };
+    }
     try {
       console.log(`\nbaseline (same run): 1 connected device, ${DECLARES} sequential declares`);
       const single = await latencyRun(server, ctx, 1, DECLARES);
@@ -564,6 +576,29 @@ async function main() {
           `  p99 target < 5 ms (arrival): ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); ${(all.p99 / floors.node!.arrived.p99).toFixed(2)}x the bare node:net fan-out's p99, ${(all.p99 / floors.c2!.arrived.p99).toFixed(2)}x the 2-thread C floor's; read by the co-located readers: p99 ${fmt(allRead.p99)}`,
         );
 
+        let baselineGateway: Record<string, unknown> | undefined;
+        if (variant) {
+          console.log(`\nbaseline (same run): the same, DEVICE_FAN_OUT_THREADS=${BASELINE_FAN_OUT_THREADS} (another server child, its own database)`);
+          const other = await latencyRun(variant.server, variant.ctx, devices, DECLARES);
+          const otherAll = summarize(`declare → frame arrived, every delivery (${devices}/declare)`, other.arrived);
+          summarize('declare → frame arrived, last device', other.last);
+          const otherSpread = summarize(
+            'first → last device',
+            other.last.map((t, i) => t - other.first[i]!),
+          );
+          console.log(`  missing deliveries: ${other.missing}; server CPU per declare: ${other.serverCpuMsPerDeclare} ms`);
+          console.log(
+            `  DEVICE_FAN_OUT_THREADS default vs ${BASELINE_FAN_OUT_THREADS}: p50 ${fmt(all.p50)} vs ${fmt(otherAll.p50)}, p99 ${fmt(all.p99)} vs ${fmt(otherAll.p99)}, first → last p50 ${fmt(spread.p50)} vs ${fmt(otherSpread.p50)}`,
+          );
+          baselineGateway = {
+            fanOutThreads: Number(BASELINE_FAN_OUT_THREADS),
+            everyDeliveryMs: otherAll,
+            spreadMs: otherSpread,
+            missing: other.missing,
+            serverCpuMsPerDeclare: other.serverCpuMsPerDeclare,
+          };
+        }
+
         const peers: Record<string, unknown> = {};
         for (const name of PEERS) {
           const label = PEER_LABELS[name];
@@ -615,22 +650,30 @@ async function main() {
           serverCpuMsPerDeclare: many.serverCpuMsPerDeclare,
           singleDeviceServerCpuMsPerDeclare: single.serverCpuMsPerDeclare,
           ...(ACK ? { acked: many.acked } : {}),
+          ...(baselineGateway ? { baselineGateway } : {}),
           peers,
         });
       }
       console.log(`\nsummary, sent → frame arrived at every subscriber (p50 / p99 / max, ms; ratio = peer p99 / gateway p99)`);
-      for (const entry of bySize as { devices: number; everyDeliveryMs: { p50: number; p99: number; max: number }; peers: Record<string, any> }[]) {
+      const row = (devices: number, label: string, d: { p50: number; p99: number; max: number }, extra = '') =>
+        console.log(
+          `  ${String(devices).padStart(5)}  ${label.padEnd(44)} ${d.p50.toFixed(2).padStart(7)} / ${d.p99.toFixed(2).padStart(7)} / ${d.max.toFixed(2).padStart(7)}${extra}`,
+        );
+      for (const entry of bySize as any[]) {
         const g = entry.everyDeliveryMs;
-        console.log(`  ${String(entry.devices).padStart(5)} gateway (declare → frame)       ${g.p50.toFixed(2)} / ${g.p99.toFixed(2)} / ${g.max.toFixed(2)}`);
-        for (const [name, peer] of Object.entries(entry.peers)) {
+        row(entry.devices, 'gateway (declare → frame)', g);
+        row(entry.devices, '  of which the fan-out, first → last device', entry.spreadMs);
+        console.log(
+          `  ${String(entry.devices).padStart(5)}    server side, commit → all written: p50 <= ${entry.serverCommitToAllWrittenMs.p50AtMostMs} ms, p99 <= ${entry.serverCommitToAllWrittenMs.p99AtMostMs} ms`,
+        );
+        if (entry.baselineGateway)
+          row(entry.devices, `gateway, DEVICE_FAN_OUT_THREADS=${entry.baselineGateway.fanOutThreads}`, entry.baselineGateway.everyDeliveryMs);
+        for (const [name, peer] of Object.entries(entry.peers as Record<string, any>)) {
           if (peer.skipped) {
-            console.log(`  ${String(entry.devices).padStart(5)} ${name.padEnd(32)} skipped`);
+            console.log(`  ${String(entry.devices).padStart(5)}  ${name.padEnd(44)} skipped`);
             continue;
           }
-          const p = peer.everyDeliveryMs;
-          console.log(
-            `  ${String(entry.devices).padStart(5)} ${name.padEnd(32)} ${p.p50.toFixed(2)} / ${p.p99.toFixed(2)} / ${p.max.toFixed(2)}   ratio ${(p.p99 / g.p99).toFixed(2)}`,
-          );
+          row(entry.devices, name, peer.everyDeliveryMs, `   ratio ${(peer.everyDeliveryMs.p99 / g.p99).toFixed(2)}`);
         }
       }
       report.latencyBySize = bySize;
@@ -639,6 +682,10 @@ async function main() {
     } finally {
       await server.stop();
       await ctx.db.close();
+      if (variant) {
+        await variant.server.stop();
+        await variant.ctx.db.close();
+      }
     }
   }
 
@@ -674,7 +721,7 @@ async function main() {
     const { default: pgLib } = await import('pg');
     const client = new pgLib.Client({ connectionString: process.env.DATABASE_URL });
     await client.connect();
-    for (const s of ['latency', 'idle']) await client.query(`drop schema if exists bench_${s}_${process.pid} cascade`);
+    for (const s of ['latency', 'latencyloop', 'idle']) await client.query(`drop schema if exists bench_${s}_${process.pid} cascade`);
     await client.end();
   }
   rmSync(dir, { recursive: true, force: true });

@@ -32,6 +32,9 @@
  *   BENCH_BASELINE_FAN_OUT_THREADS=0 (default; empty for none): also measures, at each count, a second server child
  *     with DEVICE_FAN_OUT_THREADS set to this (0: every live frame written on the event loop, as before the
  *     helper thread), on its own database: the gateway change's before/after in the same run
+ *   BENCH_BASELINE_SERVER_BIN=path: that second server child runs this entry point instead (bin/emergency-api.js of
+ *     another checkout, built: e.g. the tree before a gateway change); with BENCH_BASELINE_FAN_OUT_THREADS= (empty)
+ *     it runs with its own defaults
  *   BENCH_DEVICE_ACK=1: the measuring devices acknowledge every event frame they read ({"type":"ack","offset":N}),
  *     so the gateway's ack recording (batched flushes every second) runs during the latency measurement; the run
  *     then checks that every device's acknowledged offset reached the last event
@@ -74,6 +77,14 @@ const PEERS = (process.env.BENCH_PEERS ?? 'mosquitto,nats,jetstream').split(',')
 const MQTT_PORT = Number(process.env.BENCH_MQTT_PORT ?? 1883);
 const NATS_PORT = Number(process.env.BENCH_NATS_PORT ?? 4222);
 const BASELINE_FAN_OUT_THREADS = process.env.BENCH_BASELINE_FAN_OUT_THREADS ?? '0';
+const BASELINE_SERVER_BIN = process.env.BENCH_BASELINE_SERVER_BIN ?? '';
+/** How the second server child differs from the first. */
+const BASELINE_LABEL = [
+  BASELINE_SERVER_BIN ? `server ${BASELINE_SERVER_BIN}` : '',
+  BASELINE_FAN_OUT_THREADS !== '' ? `DEVICE_FAN_OUT_THREADS=${BASELINE_FAN_OUT_THREADS}` : '',
+]
+  .filter(Boolean)
+  .join(', ');
 const JETSTREAM_STORAGE = process.env.BENCH_JETSTREAM_STORAGE === 'memory' ? 'memory' : 'file';
 const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
 const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
@@ -135,9 +146,9 @@ interface ServerChild {
   stop(): Promise<void>;
 }
 
-async function startServerChild(databaseUrl: string, extraEnv: Record<string, string> = {}): Promise<ServerChild> {
+async function startServerChild(databaseUrl: string, extraEnv: Record<string, string> = {}, bin = BIN): Promise<ServerChild> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, BIN, 'serve'], {
+  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, bin, 'serve'], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000', ...extraEnv },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -605,11 +616,12 @@ async function main() {
     const server = await startServerChild(url);
     // The same service with its fan-out threads set otherwise (see BENCH_BASELINE_FAN_OUT_THREADS), on its own database.
     let variant: { server: ServerChild; ctx: AppContext } | null = null;
-    if (BASELINE_FAN_OUT_THREADS !== '') {
+    if (BASELINE_LABEL) {
       const variantUrl = databaseUrl('latencyloop');
       const variantCtx = createContext(loadConfig({ DATABASE_URL: variantUrl, LOG_LEVEL: 'silent' }));
       await migrateToLatest(variantCtx.db);
-      variant = { server: await startServerChild(variantUrl, { DEVICE_FAN_OUT_THREADS: BASELINE_FAN_OUT_THREADS }), ctx: variantCtx };
+      const env: Record<string, string> = BASELINE_FAN_OUT_THREADS !== '' ? { DEVICE_FAN_OUT_THREADS: BASELINE_FAN_OUT_THREADS } : {};
+      variant = { server: await startServerChild(variantUrl, env, BASELINE_SERVER_BIN || BIN), ctx: variantCtx };
     }
     try {
       console.log(`\nbaseline (same run): 1 connected device, ${DECLARES} sequential declares`);
@@ -628,9 +640,7 @@ async function main() {
         const contenders: Contender[] = [];
         const gateway = await gatewayContender('gateway', 'gateway', server, ctx, devices);
         contenders.push(gateway);
-        const other = variant
-          ? await gatewayContender('gatewayBaseline', `gateway, DEVICE_FAN_OUT_THREADS=${BASELINE_FAN_OUT_THREADS}`, variant.server, variant.ctx, devices)
-          : null;
+        const other = variant ? await gatewayContender('gatewayBaseline', `gateway, ${BASELINE_LABEL}`, variant.server, variant.ctx, devices) : null;
         if (other) contenders.push(other);
         const floorContenders: [string, Contender][] = [];
         for (const [name, label, start] of [
@@ -708,7 +718,7 @@ async function main() {
         let baselineGateway: Record<string, unknown> | undefined;
         if (other) {
           const o = results.get(other)!;
-          console.log(`\nbaseline (same run): the same, DEVICE_FAN_OUT_THREADS=${BASELINE_FAN_OUT_THREADS} (another server child, its own database)`);
+          console.log(`\nbaseline (same run): the same, ${BASELINE_LABEL} (another server child, its own database)`);
           summarize('declare HTTP round trip', other.sendTimes);
           const otherAll = summarize(`declare → frame arrived, every delivery (${devices}/declare)`, o.arrived);
           summarize('declare → frame arrived, last device', o.last);
@@ -718,10 +728,11 @@ async function main() {
           );
           console.log(`  missing deliveries: ${o.missing}; server CPU per declare: ${otherCpuMsPerDeclare} ms`);
           console.log(
-            `  DEVICE_FAN_OUT_THREADS default vs ${BASELINE_FAN_OUT_THREADS}: p50 ${fmt(all.p50)} vs ${fmt(otherAll.p50)}, p99 ${fmt(all.p99)} vs ${fmt(otherAll.p99)}, first → last p50 ${fmt(spread.p50)} vs ${fmt(otherSpread.p50)}`,
+            `  this server vs ${BASELINE_LABEL}: p50 ${fmt(all.p50)} vs ${fmt(otherAll.p50)}, p99 ${fmt(all.p99)} vs ${fmt(otherAll.p99)}, first → last p50 ${fmt(spread.p50)} vs ${fmt(otherSpread.p50)}`,
           );
           baselineGateway = {
-            fanOutThreads: Number(BASELINE_FAN_OUT_THREADS),
+            label: BASELINE_LABEL,
+            ...(BASELINE_FAN_OUT_THREADS !== '' ? { fanOutThreads: Number(BASELINE_FAN_OUT_THREADS) } : {}),
             everyDeliveryMs: otherAll,
             spreadMs: otherSpread,
             missing: o.missing,

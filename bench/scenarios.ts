@@ -259,13 +259,13 @@ export const scenarios: Scenario[] = [
         if (l.baselineGateway) {
           const b = l.baselineGateway;
           rows.push({
-            metric: `push p99, live frames from the event loop and a helper thread vs the event loop alone (${l.devices} devices)`,
+            metric: `push p99 vs the same-run baseline gateway, ${b.label ?? `DEVICE_FAN_OUT_THREADS=${b.fanOutThreads}`} (${l.devices} devices)`,
             value: l.everyDeliveryMs.p99,
             unit: 'ms',
             baseline: b.everyDeliveryMs.p99,
-            baselineLabel: `DEVICE_FAN_OUT_THREADS=${b.fanOutThreads}`,
+            baselineLabel: b.label ?? `DEVICE_FAN_OUT_THREADS=${b.fanOutThreads}`,
             note: `p50 ${l.everyDeliveryMs.p50.toFixed(2)} vs ${b.everyDeliveryMs.p50.toFixed(2)} ms; first → last device p50 ${l.spreadMs?.p50.toFixed(2)} vs ${b.spreadMs.p50.toFixed(2)} ms`,
-            invalid: b.missing ? `${b.missing} declares not delivered to every device (DEVICE_FAN_OUT_THREADS=${b.fanOutThreads})` : undefined,
+            invalid: b.missing ? `${b.missing} declares not delivered to every device (baseline gateway)` : undefined,
           });
         }
         // The issue's target: the gateway's p99 at least as good as the best peer's (peer p99 ÷ gateway p99 >= 1).

@@ -32,8 +32,6 @@ export interface FanOutOptions {
 
 /** Sockets taken from the shared counter at a time. */
 const CHUNK = 8;
-/** Polls of the helper's progress before sleeping on it: its last chunk is a few write(2) calls away. */
-const SPINS = 20_000;
 
 // Control words (Int32Array over a SharedArrayBuffer).
 const JOB = 0; // job number, bumped by the main thread for each job (the helper waits on it)
@@ -165,9 +163,9 @@ export class SocketFanOut {
       const end = Math.min(count, start + CHUNK);
       for (let i = start; i < end; i++) results[i] = writeOrFail(fds[i]!, frame, length);
     }
-    // Call the helper off if it has not taken the job yet; otherwise wait for the chunks it took.
+    // Call the helper off if it has not taken the job yet; otherwise wait for the chunk it holds, asleep:
+    // on a machine whose cores are all busy, a thread polling here would keep the helper from its core.
     if (Atomics.compareExchange(control, STATE, 2 * job, -1) !== 2 * job) {
-      for (let spin = 0; spin < SPINS && Atomics.load(control, DONE) !== job; spin++);
       while (Atomics.load(control, DONE) !== job) Atomics.wait(control, DONE, Atomics.load(control, DONE), 1000);
     }
     for (let i = 0; i < count; i++) {

@@ -801,8 +801,7 @@ async function main() {
         console.log(
           `  ${String(entry.devices).padStart(5)}    server side, commit → all written: p50 <= ${entry.serverCommitToAllWrittenMs.p50AtMostMs} ms, p99 <= ${entry.serverCommitToAllWrittenMs.p99AtMostMs} ms`,
         );
-        if (entry.baselineGateway)
-          row(entry.devices, `gateway, ${entry.baselineGateway.label}`, entry.baselineGateway.everyDeliveryMs);
+        if (entry.baselineGateway) row(entry.devices, `gateway, ${entry.baselineGateway.label}`, entry.baselineGateway.everyDeliveryMs);
         for (const [name, peer] of Object.entries(entry.peers as Record<string, any>)) {
           if (peer.skipped) {
             console.log(`  ${String(entry.devices).padStart(5)}  ${name.padEnd(44)} skipped`);

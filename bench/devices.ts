@@ -1,8 +1,20 @@
 /**
  * Device gateway benchmark.
- *   1. declare→frame latency with 1,000 connected devices of one org (p50/p99 over every delivery,
- *      and the time until the last device of the org has the frame), against a baseline measured in
- *      the same run: the declare round trip alone and declare→frame with a single device.
+ *   1. declare→frame latency with 100 and with 1,000 connected devices of one org (p50/p99/max over every
+ *      delivery, and the time until the last device of the org has the frame), against baselines measured in
+ *      the same run: the declare round trip alone and declare→frame with a single device; bare TCP fan-out
+ *      floors (node:net, C with 1 and 2 threads); and the peers, the same number of subscribers reading the
+ *      same number of messages of the frame's size, one at a time, through
+ *        - Mosquitto (MQTT 3.1.1, QoS 0; published with the `mqtt` client),
+ *        - NATS core (published with the `nats` client, @nats-io/transport-node),
+ *        - NATS JetStream: a stream on file storage (the peer that also stores and replays, as the service
+ *          commits every event) and per subscriber an ordered push consumer as nats.js makes them (ack none,
+ *          deliver new, flow control, idle heartbeat) delivering to its own inbox; the publish waits for the
+ *          stream's PubAck, as a declare waits for its commit.
+ *      All of them are read by the same reader processes (bench/lib/device-reader.c): sent → frame arrived. At each
+ *      count everything is connected first and then measured in interleaved rounds (every system in turn sends
+ *      one message and waits for all of its subscribers), so that the other work on the machine, which comes and
+ *      goes, weighs on all of them alike.
  *   2. Server RSS with 10,000 idle connected devices → devices per GiB.
  * The server runs in a child process (`emergency-api serve`) so the clients' memory and CPU are not
  * counted as the server's; provisioning runs here. The measuring devices read frames off the wire in
@@ -11,10 +23,23 @@
  *
  *   node --import tsx bench/devices.ts            (SQLite file in a temp dir)
  *   DATABASE_URL=postgres://... node --import tsx bench/devices.ts
- *   BENCH_PARTS=latency|idle, BENCH_LATENCY_DEVICES, BENCH_IDLE_DEVICES, BENCH_DECLARES to run less
+ *   BENCH_PARTS=latency|idle, BENCH_IDLE_DEVICES, BENCH_DECLARES to run less
+ *   BENCH_LATENCY_DEVICES=100,1000 (default): the subscriber counts of the latency part, comma-separated
+ *   BENCH_PEERS=mosquitto,nats,jetstream (default; empty for none): the peers measured at each count; a peer
+ *     whose server does not answer is skipped with a note
+ *   BENCH_MQTT_PORT (1883), BENCH_NATS_PORT (4222): the local Mosquitto and NATS (started with -js) servers
+ *   BENCH_JETSTREAM_STORAGE=file (default) or memory: the JetStream stream's storage
+ *   BENCH_BASELINE_FAN_OUT_THREADS=0 (default; empty for none): also measures, at each count, a second server child
+ *     with DEVICE_FAN_OUT_THREADS set to this (0: every live frame written on the event loop, as before the
+ *     helper thread), on its own database: the gateway change's before/after in the same run
+ *   BENCH_BASELINE_SERVER_BIN=path: that second server child runs this entry point instead (bin/emergency-api.js of
+ *     another checkout, built: e.g. the tree before a gateway change); with BENCH_BASELINE_FAN_OUT_THREADS= (empty)
+ *     it runs with its own defaults
  *   BENCH_DEVICE_ACK=1: the measuring devices acknowledge every event frame they read ({"type":"ack","offset":N}),
  *     so the gateway's ack recording (batched flushes every second) runs during the latency measurement; the run
  *     then checks that every device's acknowledged offset reached the last event
+ *   BENCH_SERVER_NODE_ARGS: extra node flags for the server child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to
+ *     profile the gateway under the benchmark
  *   BENCH_JSON=path writes the results as JSON (read by bench/run-all.ts)
  * Targets: p99 < 5 ms; >= 20,000 idle devices per GiB.
  */
@@ -26,12 +51,16 @@ import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect as natsConnect } from '@nats-io/transport-node';
+import mqtt from 'mqtt';
 import WebSocket from 'ws';
 import { createContext } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { operatorCaller } from '../src/domain/access/principal.js';
+import { eventsAfter } from '../src/db/reads.js';
 import { createDevice } from '../src/domain/devices/service.js';
 import { createApiKey } from '../src/domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/service.js';
@@ -39,17 +68,35 @@ import { compiledTool } from './lib/c-tools.js';
 import { processCpuMs } from './lib/harness.js';
 import { type Arrivals, DeviceSwarm, monotonicMs } from './lib/device-swarm.js';
 
-const LATENCY_DEVICES = Number(process.env.BENCH_LATENCY_DEVICES ?? 1_000);
+const LATENCY_SIZES = (process.env.BENCH_LATENCY_DEVICES ?? '100,1000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
+const LATENCY_DEVICES = Math.max(...LATENCY_SIZES);
+const PEERS = (process.env.BENCH_PEERS ?? 'mosquitto,nats,jetstream').split(',').filter(Boolean) as PeerName[];
+const MQTT_PORT = Number(process.env.BENCH_MQTT_PORT ?? 1883);
+const NATS_PORT = Number(process.env.BENCH_NATS_PORT ?? 4222);
+const BASELINE_FAN_OUT_THREADS = process.env.BENCH_BASELINE_FAN_OUT_THREADS ?? '0';
+const BASELINE_SERVER_BIN = process.env.BENCH_BASELINE_SERVER_BIN ?? '';
+/** How the second server child differs from the first. */
+const BASELINE_LABEL = [
+  BASELINE_SERVER_BIN ? `server ${BASELINE_SERVER_BIN}` : '',
+  BASELINE_FAN_OUT_THREADS !== '' ? `DEVICE_FAN_OUT_THREADS=${BASELINE_FAN_OUT_THREADS}` : '',
+]
+  .filter(Boolean)
+  .join(', ');
+const JETSTREAM_STORAGE = process.env.BENCH_JETSTREAM_STORAGE === 'memory' ? 'memory' : 'file';
 const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
 const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
 /** Processes the measuring devices are spread over (see bench/lib/device-swarm.ts). */
 const READERS = Number(process.env.BENCH_READERS ?? 2);
-/** About the size of an emergency.declared frame as the benchmark declares it. */
-const FRAME_BYTES = 900;
+/** About the size of an emergency.declared frame as the benchmark declares it; measured in the run (`frameSize`). */
+const ESTIMATED_FRAME_BYTES = 900;
 /** The measuring devices acknowledge every event frame (see bench/lib/device-reader.c). */
 const ACK = process.env.BENCH_DEVICE_ACK === '1';
 /** `latency`, `idle` or both (default). */
 const PARTS = (process.env.BENCH_PARTS ?? 'latency,idle').split(',');
+const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 const BIN = fileURLToPath(new URL('../bin/emergency-api.js', import.meta.url));
 
 // 10,000 client sockets here (and as many in the server child) need a raised descriptor limit.
@@ -80,7 +127,7 @@ function percentiles(samples: number[]) {
 function summarize(label: string, samples: number[]) {
   const { p50, p99, max } = percentiles(samples);
   console.log(`  ${label.padEnd(46)} p50 ${fmt(p50).padStart(10)}  p99 ${fmt(p99).padStart(10)}  max ${fmt(max).padStart(10)}  (n=${samples.length})`);
-  return { p50, p99 };
+  return { p50, p99, max };
 }
 
 async function freePort(): Promise<number> {
@@ -99,10 +146,10 @@ interface ServerChild {
   stop(): Promise<void>;
 }
 
-async function startServerChild(databaseUrl: string): Promise<ServerChild> {
+async function startServerChild(databaseUrl: string, extraEnv: Record<string, string> = {}, bin = BIN): Promise<ServerChild> {
   const port = await freePort();
-  const child = spawn(process.execPath, [BIN, 'serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000' },
+  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, bin, 'serve'], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000', ...extraEnv },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
@@ -201,24 +248,6 @@ async function cFloorServer(threads: number, bytes: number): Promise<FloorServer
   };
 }
 
-async function floorFanOut(server: FloorServer, devices: number, rounds: number, bytes: number): Promise<Deliveries> {
-  // Read like the measuring devices (see bench/lib/device-swarm.ts), so the floor is measured alike.
-  const swarm = DeviceSwarm.start(Math.min(READERS, devices));
-  await Promise.all([server.accept(devices), swarm.connect({ kind: 'tcp', port: server.port, count: devices, bytes })]);
-  await sleep(500);
-  const sentAt = new Map<number, number>();
-  for (let round = 1; round <= rounds; round++) {
-    sentAt.set(round, monotonicMs());
-    server.trigger();
-    await swarm.received(round, 2_000);
-    await sleep(5);
-  }
-  const deliveries = deliveriesSince(sentAt, await swarm.collect(), devices);
-  await swarm.close();
-  server.stop();
-  return deliveries;
-}
-
 /** Per delivery, from the trigger until the frame reached the device's socket (`arrived`) and until it was read. */
 interface Deliveries {
   arrived: number[];
@@ -315,24 +344,253 @@ async function latencyRun(server: ServerChild, ctx: AppContext, devices: number,
   const deliveries = deliveriesSince(sentAt, await swarm.collect(), devices);
   // With acks: once the gateway has flushed them (every second), every device must stand at the last event
   // (given 15 s: one flush of a thousand acks on a busy PostgreSQL can take seconds).
-  let acked: number | undefined;
-  if (ACK) {
-    const last = base + declares;
-    for (let i = 0; i < 150; i++) {
-      const row = await ctx.db.db
-        .selectFrom('devices')
-        .select((eb) => eb.fn.countAll().as('n'))
-        .where('org_id', '=', orgId)
-        .where('acked_offset', '>=', last)
-        .executeTakeFirstOrThrow();
-      acked = Number(row.n);
-      if (acked === devices) break;
-      await sleep(100);
-    }
-  }
+  const acked = ACK ? await ackedDevices(ctx, orgId, base + declares, devices) : undefined;
   const serverCpuMsPerDeclare = Number(((processCpuMs(server.child) - cpuBefore) / declares).toFixed(3));
   await swarm.close();
-  return { roundTrips, ...deliveries, acked, serverCpuMsPerDeclare };
+  return { orgId, base, roundTrips, ...deliveries, acked, serverCpuMsPerDeclare };
+}
+
+/**
+ * With acks: once the gateway has flushed them (every second), every device must stand at the last event
+ * (given 15 s: one flush of a thousand acks on a busy PostgreSQL can take seconds). Returns how many do.
+ */
+async function ackedDevices(ctx: AppContext, orgId: string, last: number, devices: number): Promise<number> {
+  let acked = 0;
+  for (let i = 0; i < 150; i++) {
+    const row = await ctx.db.db
+      .selectFrom('devices')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('org_id', '=', orgId)
+      .where('acked_offset', '>=', last)
+      .executeTakeFirstOrThrow();
+    acked = Number(row.n);
+    if (acked === devices) break;
+    await sleep(100);
+  }
+  return acked;
+}
+
+/** The emergency.declared frame the gateway sent for the last declare: its JSON payload and its bytes on the wire. */
+async function frameSize(ctx: AppContext, orgId: string, offset: number): Promise<{ payloadBytes: number; wireBytes: number }> {
+  const [row] = await eventsAfter(ctx.db, orgId, offset - 1, 1);
+  if (!row) return { payloadBytes: ESTIMATED_FRAME_BYTES - 4, wireBytes: ESTIMATED_FRAME_BYTES };
+  const payloadBytes = Buffer.byteLength(`{"type":"event","offset":${row.offset},"event":${row.payload}}`);
+  return { payloadBytes, wireBytes: payloadBytes + (payloadBytes < 126 ? 2 : payloadBytes < 65_536 ? 4 : 10) };
+}
+
+// The peers: brokers that fan one published message out to every subscriber.
+type PeerName = 'mosquitto' | 'nats' | 'jetstream';
+
+const PEER_LABELS: Record<PeerName, string> = {
+  mosquitto: 'Mosquitto, MQTT QoS 0',
+  nats: 'NATS core',
+  jetstream: `NATS JetStream (${JETSTREAM_STORAGE} storage), ordered push consumers`,
+};
+
+/** A message of the frame's payload size that the readers number like an event frame. */
+function peerPayload(round: number, bytes: number): Buffer {
+  const head = `{"type":"event","offset":${round},"event":{"pad":"`;
+  const tail = '"}}';
+  return Buffer.from(head + 'x'.repeat(Math.max(0, bytes - head.length - tail.length)) + tail);
+}
+
+interface PeerRun {
+  /** Subscribes `count` reader sockets; then `publish` sends one message and resolves when the publisher is done with it. */
+  subscribe(swarm: DeviceSwarm, count: number): Promise<void>;
+  publish(payload: Buffer): Promise<void> | void;
+  stop(): Promise<void>;
+}
+
+async function startPeer(name: PeerName, tag: string): Promise<PeerRun> {
+  if (name === 'mosquitto') {
+    const topic = `bench/devices/${tag}`;
+    const client = await mqtt.connectAsync(`mqtt://127.0.0.1:${MQTT_PORT}`, { protocolVersion: 4, clean: true, reconnectPeriod: 0, connectTimeout: 3_000 });
+    // mqtt.js leaves Nagle's algorithm on; the other publishers (node:http, nats) turn it off.
+    (client.stream as unknown as { setNoDelay?(on: boolean): void }).setNoDelay?.(true);
+    return {
+      subscribe: (swarm, count) => swarm.connect({ kind: 'mqtt', port: MQTT_PORT, count, topic }),
+      publish: (payload) => void client.publish(topic, payload, { qos: 0 }),
+      stop: () => client.endAsync(),
+    };
+  }
+  const nc = await natsConnect({ servers: `127.0.0.1:${NATS_PORT}`, timeout: 3_000, maxReconnectAttempts: 0 });
+  // One subject per peer: NATS core and JetStream share the server and are measured side by side.
+  const subject = `bench.devices.${name}.${tag}`;
+  if (name === 'nats') {
+    return {
+      subscribe: (swarm, count) => swarm.connect({ kind: 'nats', port: NATS_PORT, subjects: Array.from({ length: count }, () => subject) }),
+      publish: (payload) => nc.publish(subject, payload),
+      stop: () => nc.close(),
+    };
+  }
+  const jsm = await jetstreamManager(nc);
+  const js = jetstream(nc);
+  const stream = `BENCH_DEVICES_${tag.replaceAll('.', '_')}`;
+  await jsm.streams.add({ name: stream, subjects: [subject], storage: JETSTREAM_STORAGE, num_replicas: 1 });
+  return {
+    async subscribe(swarm, count) {
+      const inboxes = Array.from({ length: count }, (_, i) => `_INBOX.bench.${tag}.${i}`);
+      // The readers subscribe first, then every one gets its consumer: the configuration of a nats.js
+      // ordered push consumer (jsm.streams ... ordered), starting at the next message.
+      await swarm.connect({ kind: 'nats', port: NATS_PORT, subjects: inboxes });
+      for (let i = 0; i < count; i += 50) {
+        await Promise.all(
+          inboxes.slice(i, i + 50).map((inbox, j) =>
+            jsm.consumers.add(stream, {
+              name: `oc_${tag.replaceAll('.', '_')}_${i + j}`,
+              deliver_subject: inbox,
+              deliver_policy: 'new',
+              ack_policy: 'none',
+              max_deliver: 1,
+              flow_control: true,
+              idle_heartbeat: 30_000 * 1e6,
+              inactive_threshold: 5 * 60_000 * 1e6,
+              num_replicas: 1,
+              mem_storage: true,
+              filter_subject: subject,
+            } as Parameters<typeof jsm.consumers.add>[1]),
+          ),
+        );
+      }
+    },
+    publish: async (payload) => {
+      await js.publish(subject, payload);
+    },
+    stop: async () => {
+      await jsm.streams.delete(stream);
+      await nc.close();
+    },
+  };
+}
+
+/**
+ * One of the systems measured at a subscriber count: the gateway (and its same-run variant), a bare TCP floor,
+ * or a peer broker. `send(round)` makes it push message `round` to all of its subscribers (a declare, a
+ * trigger, a publish) and resolves when the sender is done with it (the declare's answer, the PubAck);
+ * `swarm` reads its subscribers.
+ */
+interface Contender {
+  name: string;
+  label: string;
+  count: number;
+  swarm: DeviceSwarm;
+  send(round: number): Promise<void>;
+  /** The number the readers see for `round` (the gateway's stream offset; the round itself elsewhere). */
+  offsetOf(round: number): number;
+  /** How long each send took until its sender was done (declare round trip, publish → PubAck). */
+  sendTimes: number[];
+  close(): Promise<void>;
+}
+
+async function gatewayContender(name: string, label: string, server: ServerChild, ctx: AppContext, devices: number): Promise<Contender & { orgId: string }> {
+  const { orgId, key, tokens } = await provision(ctx, devices);
+  const swarm = DeviceSwarm.start(Math.min(READERS, devices), { ack: ACK });
+  await swarm.connect({ kind: 'device', wsUrl: `${server.url.replace('http', 'ws')}/devices/v1/stream`, tokens });
+  let base = 0;
+  const sendTimes: number[] = [];
+  return {
+    name,
+    label,
+    orgId,
+    count: devices,
+    swarm,
+    sendTimes,
+    async send(round) {
+      const t0 = monotonicMs();
+      const t1 = await declare(server.url, orgId, key);
+      if (round > 0) sendTimes.push(t1 - t0);
+      // After the warm-up (round 0), the measured rounds count from the org's offset then.
+      else base = Number((await ctx.db.db.selectFrom('orgs').select('event_offset').where('id', '=', orgId).executeTakeFirstOrThrow()).event_offset);
+    },
+    offsetOf: (round) => base + round,
+    close: () => swarm.close(),
+  };
+}
+
+async function floorContender(name: string, label: string, server: FloorServer, devices: number, bytes: number): Promise<Contender> {
+  const swarm = DeviceSwarm.start(Math.min(READERS, devices));
+  await Promise.all([server.accept(devices), swarm.connect({ kind: 'tcp', port: server.port, count: devices, bytes })]);
+  // The readers number a plain socket's rounds by the bytes read: warm-up triggers count too.
+  let triggers = 0;
+  let warmUp = 0;
+  return {
+    name,
+    label,
+    count: devices,
+    swarm,
+    sendTimes: [],
+    async send(round) {
+      triggers++;
+      if (round === 0) warmUp = triggers;
+      server.trigger();
+    },
+    offsetOf: (round) => (round === 0 ? triggers : warmUp + round),
+    async close() {
+      await swarm.close();
+      server.stop();
+    },
+  };
+}
+
+async function peerContender(name: PeerName, subscribers: number, bytes: number): Promise<Contender> {
+  const peer = await startPeer(name, `${process.pid}.${subscribers}`);
+  const swarm = DeviceSwarm.start(Math.min(READERS, subscribers));
+  try {
+    await peer.subscribe(swarm, subscribers);
+  } catch (err) {
+    await swarm.close();
+    await peer.stop();
+    throw err;
+  }
+  const sendTimes: number[] = [];
+  return {
+    name,
+    label: PEER_LABELS[name],
+    count: subscribers,
+    swarm,
+    sendTimes,
+    async send(round) {
+      const t0 = monotonicMs();
+      await peer.publish(peerPayload(round, bytes));
+      if (round > 0) sendTimes.push(monotonicMs() - t0);
+    },
+    offsetOf: (round) => round,
+    async close() {
+      await swarm.close();
+      await peer.stop();
+    },
+  };
+}
+
+/**
+ * Measures the contenders together: in each of `rounds` rounds every contender sends one message and waits until
+ * all of its subscribers have it, one contender after another, starting with a different one each round; so
+ * all of them meet the same load of the machine (other work on it comes and goes) over the same minutes.
+ */
+async function interleaved(contenders: Contender[], rounds: number, warmUps = 20): Promise<Map<Contender, Deliveries>> {
+  await sleep(500);
+  for (let i = 0; i < warmUps; i++) {
+    for (const c of contenders) {
+      await c.send(0);
+      await c.swarm.received(c.offsetOf(0), 2_000);
+    }
+  }
+  await sleep(300);
+  for (const c of contenders) await c.swarm.collect();
+  const sentAt = new Map<Contender, Map<number, number>>(contenders.map((c) => [c, new Map()]));
+  for (let round = 1; round <= rounds; round++) {
+    for (let k = 0; k < contenders.length; k++) {
+      const c = contenders[(round + k) % contenders.length]!;
+      const t0 = monotonicMs();
+      sentAt.get(c)!.set(c.offsetOf(round), t0);
+      await c.send(round);
+      await c.swarm.received(c.offsetOf(round), 2_000);
+      await sleep(2);
+    }
+  }
+  const results = new Map<Contender, Deliveries>();
+  for (const c of contenders) results.set(c, deliveriesSince(sentAt.get(c)!, await c.swarm.collect(), c.count));
+  return results;
 }
 
 async function main() {
@@ -356,65 +614,212 @@ async function main() {
     const ctx = createContext(loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent' }));
     await migrateToLatest(ctx.db);
     const server = await startServerChild(url);
+    // The same service with its fan-out threads set otherwise (see BENCH_BASELINE_FAN_OUT_THREADS), on its own database.
+    let variant: { server: ServerChild; ctx: AppContext } | null = null;
+    if (BASELINE_LABEL) {
+      const variantUrl = databaseUrl('latencyloop');
+      const variantCtx = createContext(loadConfig({ DATABASE_URL: variantUrl, LOG_LEVEL: 'silent' }));
+      await migrateToLatest(variantCtx.db);
+      const env: Record<string, string> = BASELINE_FAN_OUT_THREADS !== '' ? { DEVICE_FAN_OUT_THREADS: BASELINE_FAN_OUT_THREADS } : {};
+      variant = { server: await startServerChild(variantUrl, env, BASELINE_SERVER_BIN || BIN), ctx: variantCtx };
+    }
     try {
       console.log(`\nbaseline (same run): 1 connected device, ${DECLARES} sequential declares`);
       const single = await latencyRun(server, ctx, 1, DECLARES);
       summarize('declare HTTP round trip', single.roundTrips);
       const singleFrame = summarize('declare → frame arrived (1 device)', single.arrived);
       const singleRead = summarize('declare → frame read (1 device)', single.read);
-      console.log(`\nbaselines (same run): bare TCP fan-out, one ${FRAME_BYTES}-byte write to each of ${LATENCY_DEVICES} loopback sockets, ${DECLARES} rounds`);
-      const floors: Record<string, { arrived: { p50: number; p99: number }; read: { p50: number; p99: number } }> = {};
-      for (const [name, label, start] of [
-        ['node', 'node:net server, one event loop', () => nodeFloorServer(FRAME_BYTES)],
-        ['c1', 'C, write(2) loop, 1 thread', () => cFloorServer(1, FRAME_BYTES)],
-        ['c2', 'C, write(2) loop, 2 threads', () => cFloorServer(2, FRAME_BYTES)],
-      ] as const) {
-        const floor = await floorFanOut(await start(), LATENCY_DEVICES, DECLARES, FRAME_BYTES);
-        floors[name] = { arrived: summarize(`${label}: arrived, every socket`, floor.arrived), read: percentiles(floor.read) };
-        summarize(`${label}: arrived, last socket`, floor.last);
+      const frame = await frameSize(ctx, single.orgId, single.base + DECLARES);
+      console.log(
+        `  the emergency.declared frame: ${frame.payloadBytes} bytes of JSON, ${frame.wireBytes} bytes on the wire (the floors' and the peers' size)`,
+      );
+      const bySize: Record<string, unknown>[] = [];
+      for (const devices of LATENCY_SIZES) {
+        console.log(`\n── ${devices} subscribers ──`);
+        // Everything measured at this count is set up first, then measured in interleaved rounds (see `interleaved`).
+        const contenders: Contender[] = [];
+        const gateway = await gatewayContender('gateway', 'gateway', server, ctx, devices);
+        contenders.push(gateway);
+        const other = variant ? await gatewayContender('gatewayBaseline', `gateway, ${BASELINE_LABEL}`, variant.server, variant.ctx, devices) : null;
+        if (other) contenders.push(other);
+        const floorContenders: [string, Contender][] = [];
+        for (const [name, label, start] of [
+          ['node', 'node:net server, one event loop', () => nodeFloorServer(frame.wireBytes)],
+          ['c1', 'C, write(2) loop, 1 thread', () => cFloorServer(1, frame.wireBytes)],
+          ['c2', 'C, write(2) loop, 2 threads', () => cFloorServer(2, frame.wireBytes)],
+        ] as const) {
+          const c = await floorContender(name, label, await start(), devices, frame.wireBytes);
+          floorContenders.push([name, c]);
+          contenders.push(c);
+        }
+        const peers: Record<string, unknown> = {};
+        const peerContenders: [PeerName, Contender][] = [];
+        for (const name of PEERS) {
+          try {
+            const c = await peerContender(name, devices, frame.payloadBytes);
+            peerContenders.push([name, c]);
+            contenders.push(c);
+          } catch (err) {
+            console.log(`peer ${PEER_LABELS[name]} skipped: ${(err as Error).message}`);
+            peers[name] = { label: PEER_LABELS[name], skipped: (err as Error).message };
+          }
+        }
+        console.log(
+          `${contenders.length} systems, ${devices} subscribers each, ${DECLARES} interleaved rounds (each system in turn sends one message and waits until all of its subscribers have it)`,
+        );
+        const metricsBefore = await serverFanOutBuckets(server.url);
+        const cpuBefore = processCpuMs(server.child);
+        const cpuBeforeOther = variant ? processCpuMs(variant.server.child) : 0;
+        const results = await interleaved(contenders, DECLARES);
+        const serverCpuMsPerDeclare = Number(((processCpuMs(server.child) - cpuBefore) / (DECLARES + 20)).toFixed(3));
+        const otherCpuMsPerDeclare = variant ? Number(((processCpuMs(variant.server.child) - cpuBeforeOther) / (DECLARES + 20)).toFixed(3)) : 0;
+        const metricsAfter = await serverFanOutBuckets(server.url);
+        let acked: number | undefined;
+        if (ACK) acked = await ackedDevices(ctx, gateway.orgId, gateway.offsetOf(DECLARES), devices);
+        for (const c of contenders) await c.close();
+
+        console.log(`\nbaselines (same run): bare TCP fan-out, one ${frame.wireBytes}-byte write to each of ${devices} loopback sockets`);
+        const floors: Record<string, { arrived: { p50: number; p99: number; max: number }; read: { p50: number; p99: number; max: number } }> = {};
+        for (const [name, c] of floorContenders) {
+          const floor = results.get(c)!;
+          floors[name] = { arrived: summarize(`${c.label}: arrived, every socket`, floor.arrived), read: percentiles(floor.read) };
+          summarize(`${c.label}: arrived, last socket`, floor.last);
+        }
+
+        const many = results.get(gateway)!;
+        console.log(`\n${devices} connected devices of one org, ${DECLARES} sequential declares`);
+        const roundTrip = summarize('declare HTTP round trip', gateway.sendTimes);
+        const all = summarize(`declare → frame arrived, every delivery (${devices}/declare)`, many.arrived);
+        summarize('declare → frame arrived, first device', many.first);
+        const lastDevice = summarize('declare → frame arrived, last device', many.last);
+        const spread = summarize(
+          'first → last device (the fan-out, from outside)',
+          many.last.map((t, i) => t - many.first[i]!),
+        );
+        const allRead = summarize(`declare → frame read, every delivery`, many.read);
+        console.log(`  missing deliveries: ${many.missing}`);
+        if (ACK) console.log(`  devices whose acknowledged offset reached the last event within 15 s: ${acked}/${devices}`);
+        console.log(
+          `  server CPU per declare${ACK ? ' (with the acks of its frames)' : ''}: ${serverCpuMsPerDeclare} ms with ${devices} devices, ${single.serverCpuMsPerDeclare} ms with 1`,
+        );
+        // The server's own view (its /metrics histogram): from the event's creation in the transaction until
+        // the frame has been written to all of the org's sockets. Bucket bounds, not exact values.
+        const serverSide = {
+          p50AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.5),
+          p99AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.99),
+        };
+        console.log(
+          `  server side, commit → written to all ${devices} sockets (the fan-out alone): p50 <= ${serverSide.p50AtMostMs} ms, p99 <= ${serverSide.p99AtMostMs} ms (histogram buckets)`,
+        );
+        console.log(
+          `  p99 target < 5 ms (arrival): ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); ${(all.p99 / floors.node!.arrived.p99).toFixed(2)}x the bare node:net fan-out's p99, ${(all.p99 / floors.c2!.arrived.p99).toFixed(2)}x the 2-thread C floor's; read by the co-located readers: p99 ${fmt(allRead.p99)}`,
+        );
+
+        let baselineGateway: Record<string, unknown> | undefined;
+        if (other) {
+          const o = results.get(other)!;
+          console.log(`\nbaseline (same run): the same, ${BASELINE_LABEL} (another server child, its own database)`);
+          summarize('declare HTTP round trip', other.sendTimes);
+          const otherAll = summarize(`declare → frame arrived, every delivery (${devices}/declare)`, o.arrived);
+          summarize('declare → frame arrived, last device', o.last);
+          const otherSpread = summarize(
+            'first → last device',
+            o.last.map((t, i) => t - o.first[i]!),
+          );
+          console.log(`  missing deliveries: ${o.missing}; server CPU per declare: ${otherCpuMsPerDeclare} ms`);
+          console.log(
+            `  this server vs ${BASELINE_LABEL}: p50 ${fmt(all.p50)} vs ${fmt(otherAll.p50)}, p99 ${fmt(all.p99)} vs ${fmt(otherAll.p99)}, first → last p50 ${fmt(spread.p50)} vs ${fmt(otherSpread.p50)}`,
+          );
+          baselineGateway = {
+            label: BASELINE_LABEL,
+            ...(BASELINE_FAN_OUT_THREADS !== '' ? { fanOutThreads: Number(BASELINE_FAN_OUT_THREADS) } : {}),
+            everyDeliveryMs: otherAll,
+            spreadMs: otherSpread,
+            missing: o.missing,
+            serverCpuMsPerDeclare: otherCpuMsPerDeclare,
+          };
+        }
+
+        for (const [name, c] of peerContenders) {
+          const run = results.get(c)!;
+          console.log(`\npeer (same run): ${c.label}, ${devices} subscribers, ${DECLARES} messages of ${frame.payloadBytes} bytes, one at a time`);
+          const publish = summarize(name === 'jetstream' ? 'publish → PubAck' : 'publish call', c.sendTimes);
+          const arrived = summarize(`sent → frame arrived, every delivery (${devices}/message)`, run.arrived);
+          const last = summarize('sent → frame arrived, last subscriber', run.last);
+          const peerSpread = summarize(
+            'first → last subscriber',
+            run.last.map((t, i) => t - run.first[i]!),
+          );
+          const read = summarize('sent → frame read, every delivery', run.read);
+          console.log(`  missing deliveries: ${run.missing}`);
+          console.log(
+            `  gateway vs ${c.label}: p50 ${fmt(all.p50)} vs ${fmt(arrived.p50)}, p99 ${fmt(all.p99)} vs ${fmt(arrived.p99)}, max ${fmt(all.max)} vs ${fmt(arrived.max)}; peer p99 / gateway p99 = ${(arrived.p99 / all.p99).toFixed(2)} (>= 1: the gateway is at least as good)`,
+          );
+          peers[name] = {
+            label: c.label,
+            everyDeliveryMs: arrived,
+            everyDeliveryReadMs: read,
+            lastMs: last,
+            spreadMs: peerSpread,
+            publishMs: publish,
+            missing: run.missing,
+          };
+        }
+        bySize.push({
+          devices,
+          declares: DECLARES,
+          frameBytes: frame,
+          singleDeviceFrameMs: singleFrame,
+          singleDeviceReadMs: singleRead,
+          declareRoundTripMs: roundTrip,
+          everyDeliveryMs: all,
+          everyDeliveryReadMs: allRead,
+          lastDeviceMs: percentiles(many.last).p50,
+          lastDevicePercentilesMs: lastDevice,
+          spreadMs: spread,
+          bareTcpFanOutMs: floors.node!.arrived,
+          floorsMs: floors,
+          serverCommitToAllWrittenMs: serverSide,
+          missing: many.missing,
+          serverCpuMsPerDeclare,
+          singleDeviceServerCpuMsPerDeclare: single.serverCpuMsPerDeclare,
+          ...(ACK ? { acked } : {}),
+          ...(baselineGateway ? { baselineGateway } : {}),
+          peers,
+        });
       }
-      console.log(`\n${LATENCY_DEVICES} connected devices of one org, ${DECLARES} sequential declares`);
-      const metricsBefore = await serverFanOutBuckets(server.url);
-      const many = await latencyRun(server, ctx, LATENCY_DEVICES, DECLARES);
-      const metricsAfter = await serverFanOutBuckets(server.url);
-      summarize('declare HTTP round trip', many.roundTrips);
-      const all = summarize(`declare → frame arrived, every delivery (${LATENCY_DEVICES}/declare)`, many.arrived);
-      summarize('declare → frame arrived, first device', many.first);
-      summarize('declare → frame arrived, last device', many.last);
-      const allRead = summarize(`declare → frame read, every delivery`, many.read);
-      console.log(`  missing deliveries: ${many.missing}`);
-      if (ACK) console.log(`  devices whose acknowledged offset reached the last event within 15 s: ${many.acked}/${LATENCY_DEVICES}`);
-      console.log(
-        `  server CPU per declare${ACK ? ' (with the acks of its frames)' : ''}: ${many.serverCpuMsPerDeclare} ms with ${LATENCY_DEVICES} devices, ${single.serverCpuMsPerDeclare} ms with 1`,
-      );
-      // The server's own view (its /metrics histogram): from the commit until the frame has been
-      // written to all of the org's sockets. Bucket bounds, not exact values.
-      const serverSide = { p50AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.5), p99AtMostMs: bucketQuantileMs(metricsBefore, metricsAfter, 0.99) };
-      console.log(
-        `  server side, commit → written to all ${LATENCY_DEVICES} sockets: p50 <= ${serverSide.p50AtMostMs} ms, p99 <= ${serverSide.p99AtMostMs} ms (histogram buckets)`,
-      );
-      report.latency = {
-        devices: LATENCY_DEVICES,
-        declares: DECLARES,
-        singleDeviceFrameMs: singleFrame,
-        singleDeviceReadMs: singleRead,
-        everyDeliveryMs: all,
-        everyDeliveryReadMs: allRead,
-        bareTcpFanOutMs: floors.node!.arrived,
-        floorsMs: floors,
-        lastDeviceMs: percentiles(many.last).p50,
-        serverCommitToAllWrittenMs: serverSide,
-        missing: many.missing,
-        serverCpuMsPerDeclare: many.serverCpuMsPerDeclare,
-        singleDeviceServerCpuMsPerDeclare: single.serverCpuMsPerDeclare,
-        ...(ACK ? { acked: many.acked } : {}),
-      };
-      console.log(
-        `  p99 target < 5 ms (arrival): ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); ${(all.p99 / floors.node!.arrived.p99).toFixed(2)}x the bare node:net fan-out's p99, ${(all.p99 / floors.c2!.arrived.p99).toFixed(2)}x the 2-thread C floor's; read by the co-located readers: p99 ${fmt(allRead.p99)}`,
-      );
+
+      console.log(`\nsummary, sent → frame arrived at every subscriber (p50 / p99 / max, ms; ratio = peer p99 / gateway p99)`);
+      const row = (devices: number, label: string, d: { p50: number; p99: number; max: number }, extra = '') =>
+        console.log(
+          `  ${String(devices).padStart(5)}  ${label.padEnd(44)} ${d.p50.toFixed(2).padStart(7)} / ${d.p99.toFixed(2).padStart(7)} / ${d.max.toFixed(2).padStart(7)}${extra}`,
+        );
+      for (const entry of bySize as any[]) {
+        const g = entry.everyDeliveryMs;
+        row(entry.devices, 'gateway (declare → frame)', g);
+        row(entry.devices, '  of which the fan-out, first → last device', entry.spreadMs);
+        console.log(
+          `  ${String(entry.devices).padStart(5)}    server side, commit → all written: p50 <= ${entry.serverCommitToAllWrittenMs.p50AtMostMs} ms, p99 <= ${entry.serverCommitToAllWrittenMs.p99AtMostMs} ms`,
+        );
+        if (entry.baselineGateway) row(entry.devices, `gateway, ${entry.baselineGateway.label}`, entry.baselineGateway.everyDeliveryMs);
+        for (const [name, peer] of Object.entries(entry.peers as Record<string, any>)) {
+          if (peer.skipped) {
+            console.log(`  ${String(entry.devices).padStart(5)}  ${name.padEnd(44)} skipped`);
+            continue;
+          }
+          row(entry.devices, name, peer.everyDeliveryMs, `   ratio ${(peer.everyDeliveryMs.p99 / g.p99).toFixed(2)}`);
+        }
+      }
+      report.latencyBySize = bySize;
+      // The largest size, in the layout earlier reports had.
+      report.latency = bySize.at(-1);
     } finally {
       await server.stop();
       await ctx.db.close();
+      if (variant) {
+        await variant.server.stop();
+        await variant.ctx.db.close();
+      }
     }
   }
 
@@ -450,7 +855,7 @@ async function main() {
     const { default: pgLib } = await import('pg');
     const client = new pgLib.Client({ connectionString: process.env.DATABASE_URL });
     await client.connect();
-    for (const s of ['latency', 'idle']) await client.query(`drop schema if exists bench_${s}_${process.pid} cascade`);
+    for (const s of ['latency', 'latencyloop', 'idle']) await client.query(`drop schema if exists bench_${s}_${process.pid} cascade`);
     await client.end();
   }
   rmSync(dir, { recursive: true, force: true });

@@ -196,19 +196,26 @@ export const scenarios: Scenario[] = [
     output: 'bench-json',
     env: (o) => ({
       BENCH_PARTS: process.env.BENCH_PARTS ?? 'latency',
-      ...(o.quick ? { BENCH_LATENCY_DEVICES: '200', BENCH_DECLARES: '50', BENCH_IDLE_DEVICES: '1000' } : {}),
+      ...(o.quick ? { BENCH_LATENCY_DEVICES: '100,200', BENCH_DECLARES: '50', BENCH_IDLE_DEVICES: '1000' } : {}),
     }),
-    timeoutSeconds: () => 300,
+    // Two subscriber counts, each with three floors, the gateway and three peers.
+    timeoutSeconds: () => 600,
     rows(raw) {
       const rows: RowInput[] = [];
-      if (raw.latency) {
-        const l = raw.latency;
+      // One entry per subscriber count (latencyBySize); older reports had only `latency`.
+      const sizes: any[] = raw.latencyBySize ?? (raw.latency ? [raw.latency] : []);
+      for (const l of sizes) {
         const notAcked =
           l.acked !== undefined && l.acked < l.devices ? `${l.devices - l.acked} devices' acks of the last event not recorded within 15 s` : undefined;
         const missing = [l.missing ? `${l.missing} declares not delivered to every device` : undefined, notAcked].filter(Boolean).join('; ') || undefined;
         // Arrival at the device's socket (kernel receive timestamp); the co-located readers' own read time is in the note.
         const read = l.everyDeliveryReadMs ? `read by the co-located readers: p99 ${l.everyDeliveryReadMs.p99.toFixed(2)} ms` : undefined;
         const acking = raw.devicesAck ? ', devices acking' : '';
+        const fanOut = l.serverCommitToAllWrittenMs
+          ? `; fan-out alone: server commit → written to all sockets p99 <= ${l.serverCommitToAllWrittenMs.p99AtMostMs} ms (histogram bucket)${
+              l.spreadMs ? `, first → last device p99 ${l.spreadMs.p99.toFixed(2)} ms` : ''
+            }`
+          : '';
         rows.push({
           metric: `push p99, declare→frame (${l.devices} devices${acking})`,
           value: l.everyDeliveryMs.p99,
@@ -217,7 +224,7 @@ export const scenarios: Scenario[] = [
           baselineLabel: '1 device',
           target: below(5),
           invalid: missing,
-          note: read,
+          note: read ? `${read}${fanOut}` : undefined,
         });
         rows.push({
           metric: `push p50, declare→frame (${l.devices} devices${acking})`,
@@ -248,6 +255,53 @@ export const scenarios: Scenario[] = [
               baseline: floor.arrived.p99,
               baselineLabel: label,
             });
+        }
+        if (l.baselineGateway) {
+          const b = l.baselineGateway;
+          rows.push({
+            metric: `push p99 vs the same-run baseline gateway, ${b.label ?? `DEVICE_FAN_OUT_THREADS=${b.fanOutThreads}`} (${l.devices} devices)`,
+            value: l.everyDeliveryMs.p99,
+            unit: 'ms',
+            baseline: b.everyDeliveryMs.p99,
+            baselineLabel: b.label ?? `DEVICE_FAN_OUT_THREADS=${b.fanOutThreads}`,
+            note: `p50 ${l.everyDeliveryMs.p50.toFixed(2)} vs ${b.everyDeliveryMs.p50.toFixed(2)} ms; first → last device p50 ${l.spreadMs?.p50.toFixed(2)} vs ${b.spreadMs.p50.toFixed(2)} ms`,
+            invalid: b.missing ? `${b.missing} declares not delivered to every device (baseline gateway)` : undefined,
+          });
+        }
+        // The issue's target: the gateway's p99 at least as good as the best peer's (peer p99 ÷ gateway p99 >= 1).
+        const measuredPeers = Object.entries((l.peers ?? {}) as Record<string, any>).filter(([, p]) => !p.skipped && !p.missing);
+        if (measuredPeers.length > 0) {
+          const [bestName, best] = measuredPeers.reduce((a, b) => (b[1].everyDeliveryMs.p99 < a[1].everyDeliveryMs.p99 ? b : a));
+          rows.push({
+            metric: `best peer's p99 vs push p99 (${l.devices} subscribers)`,
+            value: best.everyDeliveryMs.p99,
+            unit: 'ms',
+            baseline: l.everyDeliveryMs.p99,
+            baselineLabel: 'gateway, declare → frame',
+            target: atLeast(1),
+            note: `best peer: ${bestName}; ratio = peer p99 ÷ gateway p99, >= 1: the gateway is at least as good`,
+          });
+        }
+        // The peers: the same subscribers reading the same number of messages of the frame's size through a
+        // broker. The table's ratio is gateway p99 ÷ peer p99: at most 1 means the gateway is at least as good.
+        for (const [name, peer] of Object.entries((l.peers ?? {}) as Record<string, any>)) {
+          if (peer.skipped) {
+            rows.push({ metric: `push p99 vs ${peer.label} (${l.devices} subscribers)`, value: null, unit: 'ms', note: `peer not measured: ${peer.skipped}` });
+            continue;
+          }
+          const p = peer.everyDeliveryMs;
+          const g = l.everyDeliveryMs;
+          rows.push({
+            metric: `push p99 vs ${peer.label} (${l.devices} subscribers)`,
+            value: g.p99,
+            unit: 'ms',
+            baseline: p.p99,
+            baselineLabel: `${name}, sent → frame`,
+            note: `ratio = gateway ÷ ${name}; p50 ${g.p50.toFixed(2)} vs ${p.p50.toFixed(2)} ms, max ${g.max?.toFixed(2)} vs ${p.max.toFixed(2)} ms; peer p99 ÷ gateway p99 = ${(p.p99 / g.p99).toFixed(2)}${
+              peer.missing ? `; ${peer.missing} messages not delivered to every subscriber` : ''
+            }`,
+            invalid: peer.missing ? `${peer.missing} messages not delivered to every subscriber` : undefined,
+          });
         }
       }
       if (raw.idle) {

@@ -55,6 +55,8 @@ const configSchema = z.object({
   RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
   /** Failed authentications allowed per client address and second (burst 5×); beyond it 429 and no key lookup. */
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().positive().default(20),
+  /** Helper threads writing live device frames beside the event loop; unset: one on a machine with more than one core. */
+  DEVICE_FAN_OUT_THREADS: z.coerce.number().int().min(0).max(8).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** `auto`: readable lines on a terminal, JSON lines otherwise; `json` or `pretty` to force one. */
   LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),

@@ -52,7 +52,10 @@ export async function startServer(config: Config, existing?: AppContext, options
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
   stoppers.push(startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure));
-  const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices);
+  const gateway = startDeviceGateway(ctx, app.server, app.log, {
+    ...(config.DEVICE_FAN_OUT_THREADS !== undefined ? { fanOutThreads: config.DEVICE_FAN_OUT_THREADS } : {}),
+    ...options.devices,
+  });
   stoppers.push(() => gateway.stop());
   if (options.dispatcher !== false) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
   // Expired Idempotency-Key answers (kept 24 h) and events past EVENT_RETENTION_DAYS.

@@ -12,12 +12,25 @@
  * Written in C because the kernel's timestamp is ancillary data of recvmsg(2), which node:net does not
  * expose.
  *
+ * The same process reads the peers the gateway is compared with, so every kind is read alike:
+ *   - MQTT 3.1.1 (Mosquitto): CONNECT (clean session, no keep-alive), SUBSCRIBE at QoS 0 to one topic, then
+ *     PUBLISH packets;
+ *   - NATS (core, and JetStream push consumers that deliver to a subject): the text protocol, `SUB` to one
+ *     subject, `MSG`/`HMSG` read, `PING` answered with `PONG`, JetStream flow-control requests (HMSG status 100
+ *     with a reply subject) answered with an empty message to the reply subject, idle heartbeats ignored (a
+ *     stalled-consumer heartbeat is answered like flow control).
+ * Their payloads carry the same `{"type":"event","offset":N,...` prefix as the gateway's frames, and N is read
+ * from it the same way.
+ *
  * With --ack, every device acknowledges every event frame at once, as firmware does: it answers with a masked
  * {"type":"ack","offset":N} text frame as soon as the frame is parsed.
  *
  * Commands, one per line on stdin:
  *   device HOST PORT PATH TOKEN   open a device stream (WebSocket handshake with a bearer token)
  *   tcp HOST PORT BYTES           open a plain TCP socket; every BYTES bytes read count as one numbered round
+ *   mqtt HOST PORT TOPIC          open an MQTT 3.1.1 session subscribed to TOPIC at QoS 0 (answers once SUBACK came)
+ *   nats HOST PORT SUBJECT        open a NATS connection subscribed to SUBJECT (answers once the server's PONG
+ *                                 confirmed the SUB)
  *   sync                          answers "connected N" once the commands before it are done
  *   collect                       answers "s OFFSET ARRIVAL_NS READ_NS" per frame since the last collect, then "end"
  *   close                         exits
@@ -42,8 +55,11 @@
 #define READ_BUFFER (64 * 1024)
 static const char EVENT_PREFIX[] = "{\"type\":\"event\",\"offset\":";
 
+enum Kind { KIND_DEVICE, KIND_TCP, KIND_MQTT, KIND_NATS };
+
 typedef struct {
   int fd;
+  enum Kind kind;
   int raw_bytes;    /* > 0 for a plain TCP socket: the size of one round */
   long raw_in;      /* plain TCP: bytes read towards the next round */
   long next_round;  /* plain TCP: the next round number (from 1) */
@@ -69,6 +85,11 @@ static int ack_events; /* --ack: answer every event frame with an ack frame */
 static void die(const char *what) {
   fprintf(stderr, "device-reader: %s: %s\n", what, strerror(errno));
   exit(1);
+}
+
+static void write_all(int fd, const void *data, size_t len) {
+  /* Small answers into a socket whose peer keeps reading: the blocking write does not wait. */
+  if (write(fd, data, len) != (ssize_t)len) die("write");
 }
 
 static int64_t clock_ns(clockid_t id) {
@@ -144,6 +165,93 @@ static void handshake(Conn *c, const char *host, const char *port, const char *p
   }
 }
 
+/* Keeps buf[from..len) as the connection's pending bytes. */
+static void keep_rest(Conn *c, const unsigned char *buf, size_t from, size_t len) {
+  if (from >= len) return;
+  c->pending = malloc(len - from);
+  memcpy(c->pending, buf + from, len - from);
+  c->pending_len = len - from;
+}
+
+/* MQTT 3.1.1: CONNECT (clean session, keep-alive off), CONNACK, SUBSCRIBE QoS 0 to `topic`, SUBACK (blocking). */
+static void mqtt_handshake(Conn *c, const char *topic) {
+  static unsigned long sessions;
+  char client_id[64];
+  int id_len = snprintf(client_id, sizeof client_id, "bench-%d-%lu", (int)getpid(), ++sessions);
+  unsigned char out[1200];
+  size_t n = 0, topic_len = strlen(topic);
+  /* CONNECT */
+  out[n++] = 0x10;
+  out[n++] = (unsigned char)(10 + 2 + id_len);
+  memcpy(out + n, "\x00\x04MQTT\x04\x02\x00\x00", 10);
+  n += 10;
+  out[n++] = 0;
+  out[n++] = (unsigned char)id_len;
+  memcpy(out + n, client_id, id_len);
+  n += id_len;
+  /* SUBSCRIBE, packet id 1 */
+  size_t rem = 2 + 2 + topic_len + 1;
+  out[n++] = 0x82;
+  if (rem > 127 || topic_len > 1000) {
+    fprintf(stderr, "device-reader: MQTT topic too long\n");
+    exit(1);
+  }
+  out[n++] = (unsigned char)rem;
+  out[n++] = 0;
+  out[n++] = 1;
+  out[n++] = (unsigned char)(topic_len >> 8);
+  out[n++] = (unsigned char)topic_len;
+  memcpy(out + n, topic, topic_len);
+  n += topic_len;
+  out[n++] = 0;
+  write_all(c->fd, out, n);
+  /* CONNACK (4 bytes) then SUBACK (5 bytes) */
+  unsigned char in[256];
+  size_t got = 0;
+  while (got < 9) {
+    ssize_t r = read(c->fd, in + got, sizeof in - got);
+    if (r <= 0) die("mqtt handshake read");
+    got += r;
+  }
+  if (in[0] != 0x20 || in[3] != 0 || in[4] != 0x90 || in[8] > 2) {
+    fprintf(stderr, "device-reader: MQTT broker refused the session or the subscription\n");
+    exit(1);
+  }
+  keep_rest(c, in, 9, got);
+}
+
+/* NATS: INFO, then CONNECT, SUB and PING; the PONG confirms the subscription is in place (blocking). */
+static void nats_handshake(Conn *c, const char *subject) {
+  char out[1400];
+  int n = snprintf(out, sizeof out,
+                   "CONNECT {\"verbose\":false,\"pedantic\":false,\"headers\":true,\"no_responders\":true,\"protocol\":1,"
+                   "\"lang\":\"c\",\"version\":\"bench\"}\r\nSUB %s 1\r\nPING\r\n",
+                   subject);
+  write_all(c->fd, out, n);
+  unsigned char in[16384];
+  size_t got = 0;
+  for (;;) {
+    ssize_t r = read(c->fd, in + got, sizeof in - 1 - got);
+    if (r <= 0) die("nats handshake read");
+    got += r;
+    /* The server's INFO comes first; the answer to our PING is the first PONG line. */
+    const unsigned char *pong = memmem(in, got, "\r\nPONG\r\n", 8);
+    if (pong) {
+      keep_rest(c, in, pong + 8 - in, got);
+      return;
+    }
+    const unsigned char *err = memmem(in, got, "-ERR", 4);
+    if (err) {
+      fprintf(stderr, "device-reader: NATS server refused: %.*s\n", (int)(got - (err - in)), err);
+      exit(1);
+    }
+    if (got >= sizeof in - 1) {
+      fprintf(stderr, "device-reader: no PONG from the NATS server\n");
+      exit(1);
+    }
+  }
+}
+
 static Conn *add_conn(int fd) {
   if (nconns == capconns) {
     capconns = capconns ? capconns * 2 : 1024;
@@ -177,8 +285,17 @@ static void send_ack(int fd, long offset) {
   if (write(fd, frame, 6 + len) != 6 + len) die("ack write");
 }
 
+/* The offset N of a payload that starts with {"type":"event","offset":N; -1 for any other payload. */
+static long event_offset(const unsigned char *payload, size_t plen) {
+  size_t prefix = sizeof EVENT_PREFIX - 1;
+  if (plen <= prefix || memcmp(payload, EVENT_PREFIX, prefix) != 0) return -1;
+  long offset = 0;
+  for (size_t i = prefix; i < plen && payload[i] >= '0' && payload[i] <= '9'; i++) offset = offset * 10 + (payload[i] - '0');
+  return offset;
+}
+
 /* Parses complete unmasked server frames in buf (received on fd); returns the bytes consumed. */
-static size_t parse_frames(int fd, const unsigned char *buf, size_t len, int64_t arrival_ns, int64_t read_ns) {
+static size_t parse_ws(int fd, const unsigned char *buf, size_t len, int64_t arrival_ns, int64_t read_ns) {
   size_t pos = 0;
   while (len - pos >= 2) {
     int opcode = buf[pos] & 0x0f;
@@ -196,10 +313,8 @@ static size_t parse_frames(int fd, const unsigned char *buf, size_t len, int64_t
     }
     if (len - pos < header + plen) break;
     const unsigned char *payload = buf + pos + header;
-    size_t prefix = sizeof EVENT_PREFIX - 1;
-    if (opcode == 1 && plen > prefix && memcmp(payload, EVENT_PREFIX, prefix) == 0) {
-      long offset = 0;
-      for (size_t i = prefix; i < plen && payload[i] >= '0' && payload[i] <= '9'; i++) offset = offset * 10 + (payload[i] - '0');
+    long offset = opcode == 1 ? event_offset(payload, plen) : -1;
+    if (offset >= 0) {
       record(offset, arrival_ns, read_ns);
       if (ack_events) send_ack(fd, offset);
     }
@@ -208,9 +323,120 @@ static size_t parse_frames(int fd, const unsigned char *buf, size_t len, int64_t
   return pos;
 }
 
+/* Parses complete MQTT packets (PUBLISH at QoS 0 or higher; others skipped); returns the bytes consumed. */
+static size_t parse_mqtt(const unsigned char *buf, size_t len, int64_t arrival_ns, int64_t read_ns) {
+  size_t pos = 0;
+  while (len - pos >= 2) {
+    uint64_t rem = 0;
+    size_t i = 1;
+    int complete = 0;
+    for (int shift = 0; i < 5 && pos + i < len; i++, shift += 7) {
+      rem |= (uint64_t)(buf[pos + i] & 0x7f) << shift;
+      if (!(buf[pos + i] & 0x80)) {
+        complete = 1;
+        i++;
+        break;
+      }
+    }
+    if (!complete) break;
+    if (len - pos < i + rem) break;
+    const unsigned char *body = buf + pos + i;
+    if ((buf[pos] >> 4) == 3 && rem >= 2) { /* PUBLISH */
+      size_t topic_len = ((size_t)body[0] << 8) | body[1];
+      size_t skip = 2 + topic_len + (((buf[pos] >> 1) & 3) ? 2 : 0);
+      if (skip <= rem) {
+        long offset = event_offset(body + skip, rem - skip);
+        if (offset >= 0) record(offset, arrival_ns, read_ns);
+      }
+    }
+    pos += i + rem;
+  }
+  return pos;
+}
+
+/* Splits a NATS protocol line (without CRLF) into at most 8 space-separated tokens. */
+static int nats_tokens(char *line, char **tokens) {
+  int n = 0;
+  for (char *t = strtok(line, " \t"); t && n < 8; t = strtok(NULL, " \t")) tokens[n++] = t;
+  return n;
+}
+
+/* Publishes an empty message to `subject` (the answer to a JetStream flow-control request). */
+static void nats_reply_empty(int fd, const char *subject, size_t len) {
+  char out[600];
+  int n = snprintf(out, sizeof out, "PUB %.*s 0\r\n\r\n", (int)len, subject);
+  write_all(fd, out, n);
+}
+
+/* Parses complete NATS protocol messages; answers PING and flow control; returns the bytes consumed. */
+static size_t parse_nats(int fd, const unsigned char *buf, size_t len, int64_t arrival_ns, int64_t read_ns) {
+  size_t pos = 0;
+  while (pos < len) {
+    const unsigned char *eol = memmem(buf + pos, len - pos, "\r\n", 2);
+    if (!eol) break;
+    size_t line_len = eol - (buf + pos);
+    size_t after_line = pos + line_len + 2;
+    char line[1024];
+    if (line_len >= sizeof line) {
+      fprintf(stderr, "device-reader: NATS protocol line too long\n");
+      exit(1);
+    }
+    memcpy(line, buf + pos, line_len);
+    line[line_len] = 0;
+    if (strncmp(line, "MSG ", 4) == 0 || strncmp(line, "HMSG ", 5) == 0) {
+      int headers = line[0] == 'H';
+      char *tok[8];
+      int n = nats_tokens(line, tok);
+      /* MSG subject sid [reply] size / HMSG subject sid [reply] hdrlen totlen */
+      int base = headers ? 5 : 4;
+      if (n != base && n != base + 1) {
+        fprintf(stderr, "device-reader: bad NATS message line\n");
+        exit(1);
+      }
+      const char *reply = n == base + 1 ? tok[3] : NULL;
+      size_t total = strtoul(tok[n - 1], NULL, 10);
+      size_t hdr = headers ? strtoul(tok[n - 2], NULL, 10) : 0;
+      if (len - after_line < total + 2) break;
+      const unsigned char *h = buf + after_line;
+      /* A status message (NATS/1.0 100 ...): flow-control request or idle heartbeat, no payload. */
+      if (headers && hdr >= 12 && memcmp(h, "NATS/1.0 100", 12) == 0) {
+        if (reply) nats_reply_empty(fd, reply, strlen(reply));
+        const char stalled[] = "Nats-Consumer-Stalled: ";
+        const unsigned char *st = memmem(h, hdr, stalled, sizeof stalled - 1);
+        if (st) {
+          const unsigned char *v = st + sizeof stalled - 1;
+          const unsigned char *ve = memmem(v, h + hdr - v, "\r\n", 2);
+          if (ve) nats_reply_empty(fd, (const char *)v, ve - v);
+        }
+      } else {
+        long offset = event_offset(h + hdr, total - hdr);
+        if (offset >= 0) record(offset, arrival_ns, read_ns);
+      }
+      pos = after_line + total + 2;
+      continue;
+    }
+    if (strcmp(line, "PING") == 0) write_all(fd, "PONG\r\n", 6);
+    else if (strncmp(line, "-ERR", 4) == 0) fprintf(stderr, "device-reader: NATS server: %s\n", line);
+    /* PONG, +OK, INFO: nothing to do. */
+    pos = after_line;
+  }
+  return pos;
+}
+
+static size_t parse_frames(Conn *c, const unsigned char *buf, size_t len, int64_t arrival_ns, int64_t read_ns) {
+  switch (c->kind) {
+    case KIND_MQTT:
+      return parse_mqtt(buf, len, arrival_ns, read_ns);
+    case KIND_NATS:
+      return parse_nats(c->fd, buf, len, arrival_ns, read_ns);
+    default:
+      return parse_ws(c->fd, buf, len, arrival_ns, read_ns);
+  }
+}
+
 /* Parses the complete frames among the bytes kept from earlier reads, keeping the incomplete rest. */
 static void parse_pending(Conn *c, int64_t arrival_ns, int64_t read_ns) {
-  size_t used = parse_frames(c->fd, c->pending, c->pending_len, arrival_ns, read_ns);
+  size_t used = parse_frames(c, c->pending, c->pending_len, arrival_ns, read_ns);
   memmove(c->pending, c->pending + used, c->pending_len - used);
   c->pending_len -= used;
   if (c->pending_len == 0) {
@@ -251,7 +477,7 @@ static void on_readable(Conn *c) {
   }
   /* A read carries the timestamp of the last bytes it took, so a frame is stamped when its last byte arrived. */
   if (c->pending_len == 0) {
-    size_t used = parse_frames(c->fd, buf, n, arrival_ns, read_ns);
+    size_t used = parse_frames(c, buf, n, arrival_ns, read_ns);
     if (used < (size_t)n) {
       c->pending = malloc(n - used);
       memcpy(c->pending, buf + used, n - used);
@@ -276,7 +502,24 @@ static void command(char *line) {
     }
   } else if (sscanf(line, "tcp %255s %31s %1023s", a, b, p) == 3) {
     Conn *c = add_conn(connect_to(a, b));
+    c->kind = KIND_TCP;
     c->raw_bytes = atoi(p);
+  } else if (sscanf(line, "mqtt %255s %31s %1023s", a, b, p) == 3) {
+    Conn *c = add_conn(connect_to(a, b));
+    c->kind = KIND_MQTT;
+    mqtt_handshake(c, p);
+    if (c->pending_len > 0) {
+      int64_t now = clock_ns(CLOCK_MONOTONIC);
+      parse_pending(c, now, now);
+    }
+  } else if (sscanf(line, "nats %255s %31s %1023s", a, b, p) == 3) {
+    Conn *c = add_conn(connect_to(a, b));
+    c->kind = KIND_NATS;
+    nats_handshake(c, p);
+    if (c->pending_len > 0) {
+      int64_t now = clock_ns(CLOCK_MONOTONIC);
+      parse_pending(c, now, now);
+    }
   } else if (strcmp(line, "sync") == 0) {
     printf("connected %zu\n", nconns);
   } else if (strcmp(line, "collect") == 0) {

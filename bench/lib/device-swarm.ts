@@ -23,7 +23,13 @@ import { compiledTool } from './c-tools.js';
 
 export const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6;
 
-type Target = { kind: 'device'; wsUrl: string; tokens: string[] } | { kind: 'tcp'; port: number; count: number; bytes: number };
+type Target =
+  | { kind: 'device'; wsUrl: string; tokens: string[] }
+  | { kind: 'tcp'; port: number; count: number; bytes: number }
+  /** MQTT 3.1.1 sessions, each subscribed at QoS 0 to `topic`. */
+  | { kind: 'mqtt'; port: number; count: number; topic: string }
+  /** NATS connections, one per subject (the same subject repeated for core NATS; one inbox each for JetStream push consumers). */
+  | { kind: 'nats'; port: number; subjects: string[] };
 
 /** When each device (or socket) had one frame, in monotonic ms. */
 export interface Arrivals {
@@ -92,7 +98,7 @@ export class DeviceSwarm {
     }
   }
 
-  /** Device streams (`tokens`, dealt out over the readers), or bare TCP sockets to `port`. */
+  /** Device streams (`tokens`, dealt out over the readers), bare TCP sockets to `port`, or subscribers of a peer broker. */
   async connect(target: Target): Promise<void> {
     const n = this.readers.length;
     await Promise.all(
@@ -103,6 +109,13 @@ export class DeviceSwarm {
           target.tokens.forEach((token, j) => {
             if (j % n === i) reader.send(`device ${url.hostname} ${url.port} ${path} ${token}`);
           });
+        } else if (target.kind === 'nats') {
+          target.subjects.forEach((subject, j) => {
+            if (j % n === i) reader.send(`nats 127.0.0.1 ${target.port} ${subject}`);
+          });
+        } else if (target.kind === 'mqtt') {
+          const count = Math.floor(target.count / n) + (i < target.count % n ? 1 : 0);
+          for (let j = 0; j < count; j++) reader.send(`mqtt 127.0.0.1 ${target.port} ${target.topic}`);
         } else {
           const count = Math.floor(target.count / n) + (i < target.count % n ? 1 : 0);
           for (let j = 0; j < count; j++) reader.send(`tcp 127.0.0.1 ${target.port} ${target.bytes}`);

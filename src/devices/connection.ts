@@ -45,9 +45,29 @@ export class DeviceConnection {
    * socket here never lands inside another. Returns false once the connection is unusable.
    */
   sendLive(offset: number, wire: Buffer): boolean {
-    if (!this.open) return false;
-    if (offset <= this.lastSent) return true;
+    const wanted = this.wantsLive(offset);
+    if (wanted !== 'send') return wanted === 'skip';
     this.socket.write(wire);
+    return this.sentLive(offset);
+  }
+
+  /**
+   * The first half of a live send made for many connections at once (see SocketFanOut): whether the
+   * frame at `offset` is to be written to `liveSocket` ('send'), was already sent ('skip'), or the
+   * connection is unusable ('gone').
+   */
+  wantsLive(offset: number): 'send' | 'skip' | 'gone' {
+    if (!this.open) return 'gone';
+    return offset <= this.lastSent ? 'skip' : 'send';
+  }
+
+  /** The socket live frames are written to (framed once per event, so the same bytes for every device). */
+  get liveSocket(): Duplex {
+    return this.socket;
+  }
+
+  /** The second half: the frame at `offset` was written (or queued). Returns false once the connection is unusable. */
+  sentLive(offset: number): boolean {
     this.lastSent = offset;
     if (this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
       this.close(4429, 'too slow: send buffer limit exceeded; reconnect with after');

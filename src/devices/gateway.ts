@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
@@ -9,6 +10,7 @@ import type { AuthenticatedDevice } from '../domain/devices/schema.js';
 import { authenticateDevice } from '../domain/devices/service.js';
 import { bearerToken } from '../edge/auth.js';
 import { DeviceConnection } from './connection.js';
+import { SocketFanOut } from './fan-out.js';
 import { committedOffset, committedOffsets } from './event-reader.js';
 import { OrgStream } from './org-stream.js';
 import { CloseCode, DEVICE_STREAM_PATH, parseAfter, parseDeviceFrame } from './protocol.js';
@@ -32,6 +34,13 @@ export interface DeviceGatewayOptions {
   maxConnections: number;
   pageSize: number;
   closeGraceMs: number;
+  /**
+   * Helper threads that write live frames beside the event loop (see SocketFanOut); 0 writes them on
+   * the event loop alone. Default: one on a machine with more than one core.
+   */
+  fanOutThreads: number;
+  /** Live frames for fewer devices of an org than this are written on the event loop alone. */
+  parallelFanOutMin: number;
 }
 
 export const defaultGatewayOptions: DeviceGatewayOptions = {
@@ -45,6 +54,8 @@ export const defaultGatewayOptions: DeviceGatewayOptions = {
   maxConnections: 100_000,
   pageSize: 500,
   closeGraceMs: 2_000,
+  fanOutThreads: availableParallelism() > 1 ? 1 : 0,
+  parallelFanOutMin: 64,
 };
 
 export interface DeviceGateway {
@@ -83,6 +94,7 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
   const connections = new Map<string, DeviceConnection>(); // by device id
   const pendingAcks = new Map<string, AckUpdate>();
   const pendingWrites = new Set<Promise<unknown>>();
+  const fanOut = new SocketFanOut({ threads: options.fanOutThreads, minParallel: options.parallelFanOutMin });
   let pendingUpgrades = 0;
   let stopping = false;
 
@@ -103,6 +115,7 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
         replayHighWaterBytes: Math.floor(options.maxBufferedBytes / 2),
         onError,
         onLiveEvent: (createdAtMs) => ctx.metrics.deviceEventLatency.observe(Math.max(0, Date.now() - createdAtMs) / 1000),
+        fanOut,
       });
       streams.set(orgId, stream);
     }
@@ -334,6 +347,7 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
       if (flushing) await (flushing as Promise<void>).catch(() => undefined);
       background(flushAcks(), 'ack flush');
       while (pendingWrites.size > 0) await Promise.all([...pendingWrites]);
+      await fanOut.stop();
     },
   };
 }

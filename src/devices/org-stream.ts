@@ -1,7 +1,9 @@
+import type { Duplex } from 'node:stream';
 import type { DbHandle } from '../db/connect.js';
 import type { DeviceConnection } from './connection.js';
 import { eventsAfter, type StoredEvent } from './event-reader.js';
 import { LiveReader } from '../edge/live-reader.js';
+import type { SocketFanOut } from './fan-out.js';
 import { eventFrame, wireTextFrame } from './protocol.js';
 
 export interface OrgStreamOptions {
@@ -12,6 +14,8 @@ export interface OrgStreamOptions {
   onError(err: unknown, where: string): void;
   /** Called once per live event written to the org's sockets, with the event's creation time. */
   onLiveEvent?(createdAtMs: number): void;
+  /** Writes a live frame to the sockets (on more than one thread); without it, one socket.write() each. */
+  fanOut?: SocketFanOut;
 }
 
 /**
@@ -40,10 +44,32 @@ export class OrgStream extends LiveReader<DeviceConnection> {
     return this.live.size === 0 && this.replaying.size === 0 && !this.running;
   }
 
+  // Reused by deliver: the connections a frame is written to, and their sockets.
+  private readonly targets: DeviceConnection[] = [];
+  private readonly sockets: Duplex[] = [];
+
   protected deliver(row: StoredEvent): void {
     const wire = wireTextFrame(eventFrame(row.offset, row.payload));
-    for (const conn of this.live) {
-      if (!conn.sendLive(row.offset, wire)) this.live.delete(conn);
+    const fanOut = this.options.fanOut;
+    if (!fanOut) {
+      for (const conn of this.live) {
+        if (!conn.sendLive(row.offset, wire)) this.live.delete(conn);
+      }
+    } else {
+      const { targets, sockets } = this;
+      for (const conn of this.live) {
+        const wanted = conn.wantsLive(row.offset);
+        if (wanted === 'gone') this.live.delete(conn);
+        else if (wanted === 'send') {
+          targets.push(conn);
+          sockets.push(conn.liveSocket);
+        }
+      }
+      // Synchronous: every socket has the frame (or has it queued) when it returns.
+      fanOut.write(sockets, wire);
+      for (const conn of targets) if (!conn.sentLive(row.offset)) this.live.delete(conn);
+      targets.length = 0;
+      sockets.length = 0;
     }
     this.options.onLiveEvent?.(row.createdAtMs);
   }

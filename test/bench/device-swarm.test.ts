@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
 import { WebSocketServer, type WebSocket } from 'ws';
@@ -92,5 +92,125 @@ describe('benchmark device readers', () => {
     for (const { arrived } of arrivals.values()) assert.equal(arrived.length, 10);
     await swarm.close();
     floor.kill();
+  });
+
+  it('read MQTT 3.1.1 sessions: CONNECT and SUBSCRIBE at QoS 0, then PUBLISH packets of any length, split or not', async () => {
+    const sessions: Socket[] = [];
+    const subscribed: string[] = [];
+    const server = createServer((socket) => {
+      let buffer = Buffer.alloc(0);
+      socket.on('data', (chunk) => {
+        buffer = Buffer.concat([buffer, chunk]);
+        // CONNECT (0x10) and SUBSCRIBE (0x82) of the reader fit a one-byte remaining length.
+        while (buffer.length >= 2 && buffer.length >= 2 + buffer[1]!) {
+          const type = buffer[0]!;
+          const body = buffer.subarray(2, 2 + buffer[1]!);
+          buffer = buffer.subarray(2 + buffer[1]!);
+          if (type === 0x10) {
+            assert.equal(body.subarray(2, 6).toString(), 'MQTT');
+            assert.equal(body[6], 4, 'protocol level 4 (3.1.1)');
+            socket.write(Buffer.from([0x20, 2, 0, 0]));
+          } else if (type === 0x82) {
+            const topicLength = body.readUInt16BE(2);
+            subscribed.push(body.subarray(4, 4 + topicLength).toString());
+            assert.equal(body[4 + topicLength], 0, 'QoS 0');
+            socket.write(Buffer.from([0x90, 3, body[0]!, body[1]!, 0]));
+            sessions.push(socket);
+          }
+        }
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    const swarm = DeviceSwarm.start(2);
+    swarms.push(swarm);
+    await swarm.connect({ kind: 'mqtt', port, count: 4, topic: 'bench/devices/t' });
+    assert.deepEqual(subscribed, Array(4).fill('bench/devices/t'));
+
+    const publish = (offset: number, padding: number) => {
+      const topic = Buffer.from('bench/devices/t');
+      const payload = Buffer.from(eventFrame(offset, padding));
+      let remaining = 2 + topic.length + payload.length;
+      const length: number[] = [];
+      do {
+        const byte = remaining % 128;
+        remaining = Math.floor(remaining / 128);
+        length.push(remaining > 0 ? byte | 0x80 : byte);
+      } while (remaining > 0);
+      const topicLength = Buffer.alloc(2);
+      topicLength.writeUInt16BE(topic.length);
+      return Buffer.concat([Buffer.from([0x30, ...length]), topicLength, topic, payload]);
+    };
+    // One, two and three bytes of remaining length; then one packet written in two pieces, after another packet in the same write.
+    for (const [offset, padding] of [
+      [1, 10],
+      [2, 900],
+      [3, 100_000],
+    ] as const) {
+      for (const s of sessions) s.write(publish(offset, padding));
+      await swarm.received(offset, 5_000);
+    }
+    const split = Buffer.concat([publish(4, 30), publish(5, 300)]);
+    for (const s of sessions) s.write(split.subarray(0, split.length - 100));
+    await new Promise((r) => setTimeout(r, 20));
+    for (const s of sessions) s.write(split.subarray(split.length - 100));
+    await swarm.received(5, 5_000);
+    const arrivals = await swarm.collect();
+    assert.deepEqual([...arrivals.keys()].sort(), [1, 2, 3, 4, 5]);
+    for (const { arrived } of arrivals.values()) assert.equal(arrived.length, 4);
+    await swarm.close();
+    server.close();
+  });
+
+  it('read NATS subscriptions: MSG and HMSG, PING answered, JetStream flow control answered, heartbeats skipped', async () => {
+    const connections: { socket: Socket; received: string }[] = [];
+    const server = createServer((socket) => {
+      const conn = { socket, received: '' };
+      connections.push(conn);
+      socket.write('INFO {"server_id":"test","headers":true,"max_payload":1048576}\r\n');
+      socket.on('data', (chunk) => {
+        conn.received += chunk.toString();
+        if (conn.received.endsWith('PING\r\n') && !conn.received.includes('PONG')) socket.write('PONG\r\n');
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    const swarm = DeviceSwarm.start(2);
+    swarms.push(swarm);
+    await swarm.connect({ kind: 'nats', port, subjects: ['inbox.a', 'inbox.b', 'inbox.c'] });
+    assert.equal(connections.length, 3);
+    for (const c of connections) assert.match(c.received, /^CONNECT \{[^\r]*"headers":true[^\r]*\}\r\nSUB inbox\.[abc] 1\r\nPING\r\n$/);
+
+    const msg = (offset: number, padding: number, reply = '') => {
+      const payload = eventFrame(offset, padding);
+      return `MSG inbox.a 1 ${reply ? `${reply} ` : ''}${Buffer.byteLength(payload)}\r\n${payload}\r\n`;
+    };
+    const hmsg = (headers: string, payload: string, reply = '') =>
+      `HMSG inbox.a 1 ${reply ? `${reply} ` : ''}${headers.length} ${headers.length + payload.length}\r\n${headers}${payload}\r\n`;
+    for (const c of connections) {
+      c.received = '';
+      c.socket.write(msg(1, 10));
+      // A JetStream delivery carries a reply subject; a flow-control request and an idle heartbeat carry status 100.
+      c.socket.write(msg(2, 5_000, '$JS.ACK.S.C.1.2.2.1700000000.0'));
+      c.socket.write(hmsg('NATS/1.0 100 FlowControl Request\r\n\r\n', '', '$JS.FC.S.C.xyz'));
+      c.socket.write(hmsg('NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 2\r\n\r\n', ''));
+      c.socket.write(hmsg('NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n', eventFrame(3, 100)));
+      c.socket.write('PING\r\n');
+    }
+    await swarm.received(3, 5_000);
+    const split = msg(4, 200_000);
+    for (const c of connections) c.socket.write(split.slice(0, 1000));
+    await new Promise((r) => setTimeout(r, 20));
+    for (const c of connections) c.socket.write(split.slice(1000));
+    await swarm.received(4, 5_000);
+    await new Promise((r) => setTimeout(r, 50));
+    for (const c of connections) assert.equal(c.received, 'PUB $JS.FC.S.C.xyz 0\r\n\r\nPONG\r\n');
+    const arrivals = await swarm.collect();
+    assert.deepEqual([...arrivals.keys()].sort(), [1, 2, 3, 4]);
+    for (const { arrived } of arrivals.values()) assert.equal(arrived.length, 3);
+    await swarm.close();
+    server.close();
   });
 });

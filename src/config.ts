@@ -52,6 +52,17 @@ const configSchema = z.object({
   WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 36000]),
   /** A webhook attempt succeeds on a 2xx within this time; a claimed delivery's lease is 2× this + 15 s. */
   WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(120).default(15),
+  /** Requests one subscription may have in flight from one process (also its keep-alive connections). */
+  WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: z.coerce.number().int('a whole number of requests').min(1).max(1000).default(64),
+  /** Requests in flight from one process, every subscription together. */
+  WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int('a whole number of requests').min(1).max(100_000).default(512),
+  /** Deliveries of one subscription claimed per database round, kept in reserve beyond those in flight. */
+  WEBHOOK_CLAIM_BATCH: z.coerce.number().int('a whole number of deliveries').min(1).max(5000).default(128),
+  /** `serve` delivers webhooks itself; false when only separate `emergency-api worker` processes should. */
+  WEBHOOK_DELIVERY_IN_SERVE: z
+    .enum(['true', 'false', '1', '0'])
+    .optional()
+    .transform((v) => v === undefined || v === 'true' || v === '1'),
   RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
   /** Failed authentications allowed per client address and second (burst 5×); beyond it 429 and no key lookup. */
   AUTH_FAILURES_PER_ADDRESS: z.coerce.number().positive().default(20),
@@ -72,6 +83,14 @@ const configSchema = z.object({
       (origins) => origins.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),
       'must be * or a comma list of origins like https://console.example.com',
     ),
+}).superRefine((c, ctx) => {
+  if (c.WEBHOOK_MAX_IN_FLIGHT < c.WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['WEBHOOK_MAX_IN_FLIGHT'],
+      message: `must be at least WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION (${c.WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION}): one subscription could never use its concurrency`,
+    });
+  }
 });
 
 export type Config = z.infer<typeof configSchema>;

@@ -31,7 +31,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { Worker } from 'node:worker_threads';
-import { Pool, request } from 'undici';
+import { Pool } from 'undici';
 import { BIN, cli, startProcess, stopProcess } from './lib/harness.js';
 import { benchDatabase, freePort, writeBenchJson } from './lib/support.js';
 

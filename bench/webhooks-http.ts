@@ -9,6 +9,7 @@
  * Knobs: BENCH_WEBHOOK_SECONDS (length of each measured phase; default BENCH_DURATION, else 6),
  * BENCH_WEBHOOK_RATE (the fixed declare rate, default 2000/s), BENCH_WEBHOOK_CONNECTIONS (declaring
  * connections, default 32), BENCH_DRAIN_SECONDS (how long to wait for a backlog, default 60),
+ * BENCH_WEBHOOK_TRACE=path (a CSV of the fixed-rate phase: ms since its start, ack → delivery ms),
  * BENCH_WEBHOOK_DISPATCHER=serve|worker (the dispatcher inside `serve`, the default, or in a separate
  * `emergency-api worker` process), and any WEBHOOK_* setting, passed to the server as is. BENCH_JSON=path
  * writes the raw results.
@@ -30,6 +31,7 @@
  * that arrived more than once.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import { Pool } from 'undici';
 import { BIN, cli, startProcess, stopProcess } from './lib/harness.js';
@@ -67,8 +69,10 @@ const server = createServer((req, res) => {
     const id = req.headers['webhook-id'];
     if (seen.has(id)) { duplicates++; return; }
     seen.add(id);
-    const m = /"emergencyId":"([^"]+)"/.exec(Buffer.concat(chunks).toString('utf8'));
-    if (m) arrivals.push(m[1], arrived);
+    const body = Buffer.concat(chunks).toString('utf8');
+    const m = /"emergencyId":"([^"]+)"/.exec(body);
+    const c = /"createdAt":"([^"]+)"/.exec(body);
+    if (m) arrivals.push(m[1], arrived, c ? Date.parse(c[1]) : NaN);
   });
 });
 server.keepAliveTimeout = 60000;
@@ -88,13 +92,18 @@ const round = (x: number, digits = 1) => Number(x.toFixed(digits));
 const receiver = new Worker(RECEIVER_SOURCE, { eval: true });
 const receiverPort = await new Promise<number>((resolve) => receiver.once('message', (m: { port: number }) => resolve(m.port)));
 const arrivedAt = new Map<string, number>();
+/** The event's createdAt (taken in the declare's transaction, before its commit), by emergencyId. */
+const createdAtOf = new Map<string, number>();
 let receivedTotal = 0;
 let duplicates = 0;
 receiver.on('message', (m: { arrivals?: (string | number)[]; total?: number; duplicates?: number }) => {
   if (!m.arrivals) return;
   receivedTotal = m.total!;
   duplicates = m.duplicates!;
-  for (let i = 0; i < m.arrivals.length; i += 2) arrivedAt.set(m.arrivals[i] as string, m.arrivals[i + 1] as number);
+  for (let i = 0; i < m.arrivals.length; i += 3) {
+    arrivedAt.set(m.arrivals[i] as string, m.arrivals[i + 1] as number);
+    createdAtOf.set(m.arrivals[i] as string, m.arrivals[i + 2] as number);
+  }
 });
 /** Arrivals are reported every 50 ms: wait for the reports covering everything up to now. */
 const settle = () => sleep(120);
@@ -300,11 +309,20 @@ let ackedInFixedWindow = 0;
 for (const at of fixedAcked.values()) if (at <= fixedEnd) ackedInFixedWindow++;
 const fixedDrain = await drain(fixedAcked, clock());
 const delays: number[] = [];
+const fromEvent: number[] = [];
 for (const [id, at] of fixedAcked) {
   const t = arrivedAt.get(id);
   if (t !== undefined) delays.push(t - at);
+  const c = createdAtOf.get(id);
+  if (t !== undefined && c !== undefined && Number.isFinite(c)) fromEvent.push(t - c);
+}
+if (process.env.BENCH_WEBHOOK_TRACE) {
+  // One line per declare of the fixed-rate phase: ms since its start, ack → delivery ms.
+  const lines = [...fixedAcked].map(([id, at]) => `${(at - fixedStart).toFixed(1)},${((arrivedAt.get(id) ?? Number.NaN) - at).toFixed(1)}`);
+  writeFileSync(process.env.BENCH_WEBHOOK_TRACE, `${lines.join('\n')}\n`);
 }
 delays.sort((a, b) => a - b);
+fromEvent.sort((a, b) => a - b);
 const fixedRate = {
   offeredPerSecond: RATE,
   declaresStarted: started,
@@ -316,6 +334,12 @@ const fixedRate = {
     p50: round(percentile(delays, 50), 2),
     p99: round(percentile(delays, 99), 2),
     max: round(delays[delays.length - 1] ?? Number.NaN, 2),
+  },
+  // The same arrivals timed from the event's createdAt (millisecond resolution; before the commit and the 201).
+  eventCreatedToDeliveryMs: {
+    p50: round(percentile(fromEvent, 50), 2),
+    p99: round(percentile(fromEvent, 99), 2),
+    max: round(fromEvent[fromEvent.length - 1] ?? Number.NaN, 2),
   },
   lost: fixedDrain.missing,
 };

@@ -9,7 +9,7 @@ import { nowIso } from '../domain/shared/ids.js';
 import { signingSecrets } from '../domain/webhooks/schema.js';
 import { signatureHeader } from '../domain/webhooks/signing.js';
 import { attachBodies, type ClaimedDelivery, claimDueDeliveries } from './claims.js';
-import { type FanOutResult, fanOutOrg, orgsBehind } from './fan-out.js';
+import { type FanOutClaim, type FanOutResult, fanOutOrg, orgsBehind } from './fan-out.js';
 import { beat, HEARTBEAT_INTERVAL_MS, registerWorker, retireWorker } from './liveness.js';
 import { type SendResult, WebhookSender } from './http-sender.js';
 import { type DeliveryLogger, describeError, silentLogger } from './log.js';
@@ -42,7 +42,8 @@ export interface DispatcherOptions {
   logger?: DeliveryLogger;
 }
 
-type Claimed = readonly [WebhookSubscriptionTable, number, ClaimedDelivery[]];
+/** A subscription, what was asked of the claim (null: taken at fan-out), what it got. */
+type Claimed = readonly [WebhookSubscriptionTable, number | null, ClaimedDelivery[]];
 
 const FAN_OUT_BATCH = 500;
 const ORG_SCAN_LIMIT = 1000;
@@ -99,6 +100,10 @@ export class Dispatcher {
   /** Registered as a live worker (see liveness.ts); no claim is made before. */
   private registered: Promise<void> | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
+
+  /** Deliveries taken at fan-out in the round running now, not yet buffered (it has not committed). */
+  private readonly roundTaken = new Map<string, number>();
+  private roundTakenTotal = 0;
 
   private pumping: Promise<void> | null = null;
   private pumpAgain = false;
@@ -258,24 +263,47 @@ export class Dispatcher {
       for (const id of await orgsBehind(this.ctx, ORG_SCAN_LIMIT)) orgs.add(id);
     }
     if (this.stopped || (orgs.size === 0 && this.dirtySubs.size === 0 && !this.allSubsDirty)) return;
-    const claims = await inTransaction(this.ctx.db, async (tx) => {
-      await this.fanOut(tx, orgs);
-      return this.claim(tx);
-    });
-    this.startClaimed(claims);
+    try {
+      const claims = await inTransaction(this.ctx.db, async (tx) => {
+        const taken = await this.fanOut(tx, orgs);
+        return [...taken, ...(await this.claim(tx))];
+      });
+      this.startClaimed(claims);
+    } finally {
+      this.roundTaken.clear();
+      this.roundTakenTotal = 0;
+    }
   }
 
-  /** Fan-out of every org of this round (in the round's transaction). */
-  private async fanOut(tx: Tx, orgs: Set<string>): Promise<void> {
+  /**
+   * Fan-out of every org of this round (in the round's transaction). New deliveries of a subscription
+   * with room in this process and no backlog of due ones waiting in the database are written already
+   * claimed by it (they are sent once the round commits); the rest are claimed in stream order after.
+   */
+  private async fanOut(tx: Tx, orgs: Set<string>): Promise<Claimed[]> {
+    const nowMs = Date.now();
+    const take: FanOutClaim = {
+      workerId: this.workerId,
+      claimedUntil: new Date(nowMs + this.leaseMs).toISOString(),
+      room: (subId) => (this.saturated.has(subId) ? 0 : Math.max(0, Math.min(this.perSubscription + this.claimBatch - this.held(subId), this.heldBudget()))),
+      took: (subId, count) => {
+        this.roundTaken.set(subId, (this.roundTaken.get(subId) ?? 0) + count);
+        this.roundTakenTotal += count;
+      },
+    };
     const results: [string, FanOutResult][] = [];
-    for (const orgId of orgs) results.push([orgId, await fanOutOrg(tx, orgId, FAN_OUT_BATCH)]);
-    for (const [orgId, { subscriptionIds, more }] of results) {
+    for (const orgId of orgs) results.push([orgId, await fanOutOrg(tx, orgId, FAN_OUT_BATCH, this.stopped ? undefined : take)]);
+    const taken: Claimed[] = [];
+    for (const [orgId, { subscriptionIds, more, claimed }] of results) {
       for (const id of subscriptionIds) this.dirtySubs.add(id);
+      // Not a claim of what was due: the subscription's saturation state is left as it is.
+      for (const { subscription, deliveries } of claimed) taken.push([subscription, null, deliveries]);
       if (more) {
         this.pendingOrgs.add(orgId);
         this.pumpAgain = true;
       }
     }
+    return taken;
   }
 
   /**
@@ -304,7 +332,7 @@ export class Dispatcher {
   }
 
   private held(subId: string): number {
-    return (this.inFlightBySub.get(subId) ?? 0) + (this.buffers.get(subId)?.length ?? 0);
+    return (this.inFlightBySub.get(subId) ?? 0) + (this.buffers.get(subId)?.length ?? 0) + (this.roundTaken.get(subId) ?? 0);
   }
 
   /**
@@ -348,7 +376,7 @@ export class Dispatcher {
 
   /** Deliveries this process may still claim: every in-flight slot busy plus one claim batch in reserve. */
   private heldBudget(): number {
-    return this.maxInFlight + this.claimBatch - this.totalHeld;
+    return this.maxInFlight + this.claimBatch - this.totalHeld - this.roundTakenTotal;
   }
 
   /** Buffers what a round claimed (once its transaction committed) and starts sending it. */
@@ -356,9 +384,12 @@ export class Dispatcher {
     for (const [sub, room, claimed] of claims) {
       // A full claim means more may be due. A partial one emptied the due queue; new work then
       // arrives through fan-out, a retry timer or the poll.
-      if (claimed.length === room) this.saturated.add(sub.id);
-      else this.saturated.delete(sub.id);
+      if (room !== null) {
+        if (claimed.length === room) this.saturated.add(sub.id);
+        else this.saturated.delete(sub.id);
+      }
       if (claimed.length === 0) continue;
+      this.subscriptions.set(sub.id, sub);
       const buffer = this.buffers.get(sub.id) ?? [];
       buffer.push(...claimed);
       this.buffers.set(sub.id, buffer);

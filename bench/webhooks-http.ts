@@ -296,7 +296,16 @@ const saturation = {
 };
 process.stderr.write(`saturation: ${JSON.stringify(saturation)}\n`);
 
+/** The server's own histogram of event commit → first attempt started (webhook_delivery_lag_seconds), cumulative counts by bucket. */
+async function serverLag(): Promise<Map<string, number>> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const buckets = new Map<string, number>();
+  for (const m of text.matchAll(/^webhook_delivery_lag_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) buckets.set(m[1]!, Number(m[2]));
+  return buckets;
+}
+
 // 3. Fixed rate.
+const lagBefore = await serverLag();
 const fixedAcked = new Map<string, number>();
 const fixedStart = clock();
 const started = await openLoop(RATE, SECONDS, async () => {
@@ -308,6 +317,12 @@ const fixedSeconds = (clock() - fixedStart) / 1000;
 let ackedInFixedWindow = 0;
 for (const at of fixedAcked.values()) if (at <= fixedEnd) ackedInFixedWindow++;
 const fixedDrain = await drain(fixedAcked, clock());
+// Share of this phase's first attempts started within each bucket of the server's lag histogram.
+const lagAfter = await serverLag();
+const lagTotal = (lagAfter.get('+Inf') ?? 0) - (lagBefore.get('+Inf') ?? 0);
+const serverLagShare = Object.fromEntries(
+  [...lagAfter].map(([le, n]) => [`<=${le}s`, lagTotal > 0 ? round((n - (lagBefore.get(le) ?? 0)) / lagTotal, 4) : null]),
+);
 const delays: number[] = [];
 const fromEvent: number[] = [];
 for (const [id, at] of fixedAcked) {
@@ -342,6 +357,8 @@ const fixedRate = {
     max: round(fromEvent[fromEvent.length - 1] ?? Number.NaN, 2),
   },
   lost: fixedDrain.missing,
+  /** Server side, this phase only: share of first attempts started within each bound after the commit. */
+  serverCommitToAttemptShare: serverLagShare,
 };
 process.stderr.write(`fixed rate: ${JSON.stringify(fixedRate)}\n`);
 await settle();

@@ -375,6 +375,65 @@ export const scenarios: Scenario[] = [
     },
   },
   {
+    // The probe's terms: the real server, one subscription, one receiver, declares over HTTP.
+    id: 'webhooks-http',
+    file: 'bench/webhooks-http.ts',
+    output: 'bench-json',
+    // Each of its phases lasts BENCH_DURATION unless BENCH_WEBHOOK_SECONDS says otherwise (60 for the README figures).
+    env: (o) => ({ BENCH_WEBHOOK_SECONDS: process.env.BENCH_WEBHOOK_SECONDS ?? String(o.duration) }),
+    timeoutSeconds: (o) => 240 + 5 * Number(process.env.BENCH_WEBHOOK_SECONDS ?? o.duration),
+    rows(raw) {
+      const s = raw.saturation;
+      const f = raw.fixedRate;
+      const faults = [
+        raw.lost ? `${raw.lost} lost` : '',
+        raw.duplicated ? `${raw.duplicated} duplicated` : '',
+        raw.declareErrors ? `${raw.declareErrors} declare errors` : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
+      const invalid = faults || undefined;
+      const window = `${raw.secondsPerPhase} s`;
+      return [
+        {
+          metric: `webhooks at saturation (${window}, 1 receiver): deliveries/s vs declares/s acknowledged`,
+          value: s.deliveriesPerSecond,
+          unit: 'deliveries/s',
+          baseline: s.declaresPerSecond,
+          baselineLabel: 'declares/s acknowledged, same window',
+          // Keeping up: as many arrivals as acknowledgements in the window, to within counting noise.
+          target: atLeast(0.99),
+          note: `backlog at the end ${s.backlogAtEnd}, drained in ${s.drainSeconds} s; ${raw.lost} lost, ${raw.duplicated} duplicated`,
+          invalid,
+        },
+        {
+          metric: `declares/s at saturation with a webhook subscription vs none (${window})`,
+          value: s.declaresPerSecond,
+          unit: 'req/s',
+          baseline: raw.baseline.declaresPerSecondWithoutSubscription,
+          baselineLabel: 'no subscription, same server',
+        },
+        {
+          metric: 'webhook deliveries/s at saturation vs bare undici POSTs to the receiver',
+          value: s.deliveriesPerSecond,
+          unit: 'deliveries/s',
+          baseline: raw.baseline.barePostsPerSecond,
+          baselineLabel: `bare POSTs, ${raw.connections} connections`,
+        },
+        {
+          metric: `webhook ack → delivery p99 at ${f.offeredPerSecond} declares/s offered (${window})`,
+          value: f.ackToDeliveryMs.p99,
+          unit: 'ms',
+          baseline: raw.baseline.barePostAtRateMs.p99,
+          baselineLabel: `bare POST round trip p99 at ${f.offeredPerSecond}/s`,
+          target: below(100),
+          note: `${f.achievedPerSecond} declares/s achieved; p50 ${f.ackToDeliveryMs.p50} ms, max ${f.ackToDeliveryMs.max} ms`,
+          invalid,
+        },
+      ];
+    },
+  },
+  {
     id: 'rss',
     file: 'bench/rss.ts',
     output: 'bench-json',

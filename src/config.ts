@@ -10,71 +10,92 @@ const retrySchedule = z
   .regex(/^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, 'a comma-separated list of seconds, e.g. "5,300,1800"')
   .transform((s) => s.split(',').map((x) => Number(x.trim())));
 
-const configSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HOST: z.string().min(1).default('127.0.0.1'),
-  DATABASE_URL: z
-    .string()
-    .regex(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, 'sqlite:PATH, sqlite::memory: or postgres://...')
-    .default('sqlite:./data/emergency.db'),
-  /** A statement may run this long (PostgreSQL), or a write wait this long for a lock (SQLite), before a 503. */
-  DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
-  /** Getting a PostgreSQL connection (from the pool, connecting included) may take this long before a 503. */
-  DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
-  ATTACHMENT_STORE: z
-    .string()
-    .regex(/^(file:.+|s3:\/\/.+)$/, 'file:PATH or s3://bucket/prefix')
-    .default('file:./data/attachments'),
-  ATTACHMENT_PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
-  // S3-compatible stores other than AWS (MinIO, R2, a local test server) need an endpoint; credentials
-  // come from the AWS SDK's standard chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile, instance role).
-  ATTACHMENT_S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
-  ATTACHMENT_S3_REGION: z
-    .string()
-    .regex(/^[a-z0-9-]{1,32}$/, 'an AWS region name, e.g. eu-west-1')
-    .default('us-east-1'),
-  /** Path-style addressing (endpoint/bucket/key); defaults to on when ATTACHMENT_S3_ENDPOINT is set. */
-  ATTACHMENT_S3_FORCE_PATH_STYLE: z
-    .enum(['true', 'false', '1', '0'])
-    .optional()
-    .transform((v) => (v === undefined ? undefined : v === 'true' || v === '1')),
-  /** Days the event stream (and the device ack history) is kept: replay, the event feed and receipts reach this far back. */
-  EVENT_RETENTION_DAYS: z.coerce.number().int().min(7).max(3650).default(30),
-  /** Message bodies over 1 MiB received at once; beyond it 503 unavailable with Retry-After. */
-  MAX_CONCURRENT_LARGE_BODIES: z.coerce.number().int().min(1).max(1000).default(4),
-  MESSAGE_DEDUPE_WINDOW_SECONDS: z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(7 * 24 * 3600)
-    .default(600),
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag,
-  WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 36000]),
-  /** A webhook attempt succeeds on a 2xx within this time; a claimed delivery's lease is 2× this + 15 s. */
-  WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(120).default(15),
-  RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
-  /** Failed authentications allowed per client address and second (burst 5×); beyond it 429 and no key lookup. */
-  AUTH_FAILURES_PER_ADDRESS: z.coerce.number().positive().default(20),
-  /** Helper threads writing live device frames beside the event loop; unset: one on a machine with more than one core. */
-  DEVICE_FAN_OUT_THREADS: z.coerce.number().int().min(0).max(8).optional(),
-  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** `auto`: readable lines on a terminal, JSON lines otherwise; `json` or `pretty` to force one. */
-  LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
-  /** Origins allowed to call the APIs from a browser (comma list, or `*`); empty: no CORS headers at all. */
-  CORS_ORIGINS: z
-    .string()
-    .default('')
-    .transform((v) =>
-      v
-        .split(',')
-        .map((o) => o.trim())
-        .filter(Boolean),
-    )
-    .refine(
-      (origins) => origins.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),
-      'must be * or a comma list of origins like https://console.example.com',
-    ),
-});
+const configSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATABASE_URL: z
+      .string()
+      .regex(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, 'sqlite:PATH, sqlite::memory: or postgres://...')
+      .default('sqlite:./data/emergency.db'),
+    /** A statement may run this long (PostgreSQL), or a write wait this long for a lock (SQLite), before a 503. */
+    DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
+    /** Getting a PostgreSQL connection (from the pool, connecting included) may take this long before a 503. */
+    DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
+    ATTACHMENT_STORE: z
+      .string()
+      .regex(/^(file:.+|s3:\/\/.+)$/, 'file:PATH or s3://bucket/prefix')
+      .default('file:./data/attachments'),
+    ATTACHMENT_PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
+    // S3-compatible stores other than AWS (MinIO, R2, a local test server) need an endpoint; credentials
+    // come from the AWS SDK's standard chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile, instance role).
+    ATTACHMENT_S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+    ATTACHMENT_S3_REGION: z
+      .string()
+      .regex(/^[a-z0-9-]{1,32}$/, 'an AWS region name, e.g. eu-west-1')
+      .default('us-east-1'),
+    /** Path-style addressing (endpoint/bucket/key); defaults to on when ATTACHMENT_S3_ENDPOINT is set. */
+    ATTACHMENT_S3_FORCE_PATH_STYLE: z
+      .enum(['true', 'false', '1', '0'])
+      .optional()
+      .transform((v) => (v === undefined ? undefined : v === 'true' || v === '1')),
+    /** Days the event stream (and the device ack history) is kept: replay, the event feed and receipts reach this far back. */
+    EVENT_RETENTION_DAYS: z.coerce.number().int().min(7).max(3650).default(30),
+    /** Message bodies over 1 MiB received at once; beyond it 503 unavailable with Retry-After. */
+    MAX_CONCURRENT_LARGE_BODIES: z.coerce.number().int().min(1).max(1000).default(4),
+    MESSAGE_DEDUPE_WINDOW_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(7 * 24 * 3600)
+      .default(600),
+    WEBHOOK_ALLOW_PRIVATE_TARGETS: booleanFlag,
+    WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 300, 1800, 7200, 18000, 36000, 36000]),
+    /** A webhook attempt succeeds on a 2xx within this time; a claimed delivery's lease is 2× this + 15 s. */
+    WEBHOOK_TIMEOUT_SECONDS: z.coerce.number().positive().max(120).default(15),
+    /** Requests one subscription may have in flight from one process (also its keep-alive connections). */
+    WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION: z.coerce.number().int('a whole number of requests').min(1).max(1000).default(64),
+    /** Requests in flight from one process, every subscription together. */
+    WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int('a whole number of requests').min(1).max(100_000).default(512),
+    /** Deliveries of one subscription claimed per database round, kept in reserve beyond those in flight. */
+    WEBHOOK_CLAIM_BATCH: z.coerce.number().int('a whole number of deliveries').min(1).max(5000).default(128),
+    /** `serve` delivers webhooks itself; false when only separate `emergency-api worker` processes should. */
+    WEBHOOK_DELIVERY_IN_SERVE: z
+      .enum(['true', 'false', '1', '0'])
+      .optional()
+      .transform((v) => v === undefined || v === 'true' || v === '1'),
+    RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
+    /** Failed authentications allowed per client address and second (burst 5×); beyond it 429 and no key lookup. */
+    AUTH_FAILURES_PER_ADDRESS: z.coerce.number().positive().default(20),
+    /** Helper threads writing live device frames beside the event loop; unset: one on a machine with more than one core. */
+    DEVICE_FAN_OUT_THREADS: z.coerce.number().int().min(0).max(8).optional(),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** `auto`: readable lines on a terminal, JSON lines otherwise; `json` or `pretty` to force one. */
+    LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
+    /** Origins allowed to call the APIs from a browser (comma list, or `*`); empty: no CORS headers at all. */
+    CORS_ORIGINS: z
+      .string()
+      .default('')
+      .transform((v) =>
+        v
+          .split(',')
+          .map((o) => o.trim())
+          .filter(Boolean),
+      )
+      .refine(
+        (origins) => origins.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),
+        'must be * or a comma list of origins like https://console.example.com',
+      ),
+  })
+  .superRefine((c, ctx) => {
+    if (c.WEBHOOK_MAX_IN_FLIGHT < c.WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['WEBHOOK_MAX_IN_FLIGHT'],
+        message: `must be at least WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION (${c.WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION}): one subscription could never use its concurrency`,
+      });
+    }
+  });
 
 export type Config = z.infer<typeof configSchema>;
 

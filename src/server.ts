@@ -57,7 +57,8 @@ export async function startServer(config: Config, existing?: AppContext, options
     ...options.devices,
   });
   stoppers.push(() => gateway.stop());
-  if (options.dispatcher !== false) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
+  // WEBHOOK_DELIVERY_IN_SERVE=false leaves delivery to separate `emergency-api worker` processes.
+  if (options.dispatcher !== false && config.WEBHOOK_DELIVERY_IN_SERVE) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
   // Expired Idempotency-Key answers (kept 24 h) and events past EVENT_RETENTION_DAYS.
   stoppers.push(
     startSweeper(

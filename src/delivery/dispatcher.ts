@@ -2,14 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import type { AppContext } from '../context.js';
-import { inTransaction } from '../db/connect.js';
+import { inTransaction, type Tx } from '../db/connect.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
 import type { WebhookSubscriptionTable } from '../db/types.js';
 import { nowIso } from '../domain/shared/ids.js';
 import { signingSecrets } from '../domain/webhooks/schema.js';
 import { signatureHeader } from '../domain/webhooks/signing.js';
 import { attachBodies, type ClaimedDelivery, claimDueDeliveries } from './claims.js';
-import { type FanOutResult, fanOutOrg, orgsBehind } from './fan-out.js';
+import { type FanOutClaim, type FanOutResult, fanOutOrg, orgsBehind } from './fan-out.js';
 import { beat, HEARTBEAT_INTERVAL_MS, registerWorker, retireWorker } from './liveness.js';
 import { type SendResult, WebhookSender } from './http-sender.js';
 import { type DeliveryLogger, describeError, silentLogger } from './log.js';
@@ -18,19 +18,32 @@ import { type AttemptOutcome, recordOutcomes } from './outcomes.js';
 export interface DispatcherOptions {
   /** Deadline of one delivery request (a 2xx within it is success). */
   requestTimeoutMs?: number;
-  /** How long a claim is exclusive; must exceed twice the request timeout so a live worker never loses its claim. */
+  /**
+   * How long a claim is exclusive. The default covers the wait of the last claimed delivery of a
+   * subscription behind the requests before it plus its own: (1 + claimBatch ÷ concurrency) × the
+   * request timeout + 15 s, so a live worker never loses its claim.
+   */
   leaseMs?: number;
   /** The polling backstop, for lost wake-ups, other processes' writes on SQLite, and due retries. */
   pollIntervalMs?: number;
-  /** In-flight requests per subscription in this process: a slow subscriber ties up only its own slots. */
+  /** In-flight requests per subscription in this process: a slow subscriber ties up only its own slots (default WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION). */
   perSubscriptionConcurrency?: number;
-  /** In-flight requests in this process. */
+  /** In-flight requests in this process (default WEBHOOK_MAX_IN_FLIGHT). */
   maxInFlight?: number;
+  /**
+   * Most deliveries of one subscription claimed in one round, and the reserve kept claimed beyond the
+   * requests in flight, so finishing requests start the next ones without a database round trip
+   * (default WEBHOOK_CLAIM_BATCH).
+   */
+  claimBatch?: number;
   /** How long stop() lets requests in flight finish before interrupting them. */
   stopGraceMs?: number;
   workerId?: string;
   logger?: DeliveryLogger;
 }
+
+/** A subscription, what was asked of the claim (null: taken at fan-out), what it got. */
+type Claimed = readonly [WebhookSubscriptionTable, number | null, ClaimedDelivery[]];
 
 const FAN_OUT_BATCH = 500;
 const ORG_SCAN_LIMIT = 1000;
@@ -51,6 +64,9 @@ export class Dispatcher {
   private readonly pollIntervalMs: number;
   private readonly perSubscription: number;
   private readonly maxInFlight: number;
+  private readonly claimBatch: number;
+  /** A subscription is claimed for again once this many of its held deliveries are gone. */
+  private readonly refillAt: number;
   private readonly stopGraceMs: number;
   private readonly log: DeliveryLogger;
   private readonly sender: WebhookSender;
@@ -85,6 +101,10 @@ export class Dispatcher {
   private registered: Promise<void> | null = null;
   private heartbeatTimer: NodeJS.Timeout | null = null;
 
+  /** Deliveries taken at fan-out in the round running now, not yet buffered (it has not committed). */
+  private readonly roundTaken = new Map<string, number>();
+  private roundTakenTotal = 0;
+
   private pumping: Promise<void> | null = null;
   private pumpAgain = false;
 
@@ -96,18 +116,33 @@ export class Dispatcher {
     options: DispatcherOptions = {},
   ) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? ctx.config.WEBHOOK_TIMEOUT_SECONDS * 1000;
-    // A claimed delivery may wait for one batch of its subscription's requests before its own starts.
-    this.leaseMs = options.leaseMs ?? 2 * this.requestTimeoutMs + 15_000;
+    this.perSubscription = options.perSubscriptionConcurrency ?? ctx.config.WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION;
+    this.maxInFlight = options.maxInFlight ?? ctx.config.WEBHOOK_MAX_IN_FLIGHT;
+    this.claimBatch = options.claimBatch ?? ctx.config.WEBHOOK_CLAIM_BATCH;
+    for (const [name, value] of [
+      ['perSubscriptionConcurrency', this.perSubscription],
+      ['maxInFlight', this.maxInFlight],
+      ['claimBatch', this.claimBatch],
+    ] as const) {
+      if (!Number.isInteger(value) || value < 1) throw new Error(`The dispatcher's ${name} must be a positive integer.`);
+    }
+    this.refillAt = Math.ceil(this.claimBatch / 2);
+    // A claimed delivery may wait behind its subscription's earlier requests (claimBatch of them,
+    // perSubscription at a time) or, as long, for a process-wide slot, before its own starts.
+    this.leaseMs = options.leaseMs ?? (1 + Math.max(1, Math.ceil(this.claimBatch / this.perSubscription))) * this.requestTimeoutMs + 15_000;
     if (this.leaseMs <= this.requestTimeoutMs) throw new Error('The delivery lease must be longer than the request timeout.');
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
-    this.perSubscription = options.perSubscriptionConcurrency ?? 16;
-    this.maxInFlight = options.maxInFlight ?? 256;
     this.stopGraceMs = options.stopGraceMs ?? 5000;
     this.workerId = options.workerId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     this.log = options.logger ?? silentLogger;
     // Every request in flight listens for the stop signal.
     setMaxListeners(0, this.interrupt.signal);
-    this.sender = new WebhookSender({ allowPrivateTargets: ctx.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, timeoutMs: this.requestTimeoutMs });
+    // One keep-alive connection per request a subscription may have in flight.
+    this.sender = new WebhookSender({
+      allowPrivateTargets: ctx.config.WEBHOOK_ALLOW_PRIVATE_TARGETS,
+      timeoutMs: this.requestTimeoutMs,
+      connectionsPerOrigin: this.perSubscription,
+    });
   }
 
   start(): void {
@@ -184,8 +219,7 @@ export class Dispatcher {
       this.pumpAgain = false;
       try {
         await this.registered;
-        await this.fanOut();
-        await this.claimAndSend();
+        await this.round();
       } catch (err) {
         // A database hiccup: the poll tries again; nothing is lost because nothing was acknowledged.
         // An outage is logged once for its whole length, not once a round.
@@ -216,35 +250,68 @@ export class Dispatcher {
     }
   }
 
-  private async fanOut(): Promise<void> {
+  /**
+   * One round, in one transaction (one commit, and on SQLite one place in the group-commit queue):
+   * fan-out of the orgs with new events, then claims for the subscriptions with work, the deliveries
+   * just fanned out included. Sending starts once it has committed.
+   */
+  private async round(): Promise<void> {
     const orgs = new Set(this.pendingOrgs);
     this.pendingOrgs.clear();
     if (this.scanAllOrgs) {
       this.scanAllOrgs = false;
       for (const id of await orgsBehind(this.ctx, ORG_SCAN_LIMIT)) orgs.add(id);
     }
-    if (orgs.size === 0 || this.stopped) return;
-    // One transaction for every org of this round: one commit however many orgs had events.
-    const results = await inTransaction(this.ctx.db, async (tx) => {
-      const out: [string, FanOutResult][] = [];
-      for (const orgId of orgs) out.push([orgId, await fanOutOrg(tx, orgId, FAN_OUT_BATCH)]);
-      return out;
-    });
-    for (const [orgId, { subscriptionIds, more }] of results) {
+    if (this.stopped || (orgs.size === 0 && this.dirtySubs.size === 0 && !this.allSubsDirty)) return;
+    try {
+      const claims = await inTransaction(this.ctx.db, async (tx) => {
+        const taken = await this.fanOut(tx, orgs);
+        return [...taken, ...(await this.claim(tx))];
+      });
+      this.startClaimed(claims);
+    } finally {
+      this.roundTaken.clear();
+      this.roundTakenTotal = 0;
+    }
+  }
+
+  /**
+   * Fan-out of every org of this round (in the round's transaction). New deliveries of a subscription
+   * with room in this process and no backlog of due ones waiting in the database are written already
+   * claimed by it (they are sent once the round commits); the rest are claimed in stream order after.
+   */
+  private async fanOut(tx: Tx, orgs: Set<string>): Promise<Claimed[]> {
+    const nowMs = Date.now();
+    const take: FanOutClaim = {
+      workerId: this.workerId,
+      claimedUntil: new Date(nowMs + this.leaseMs).toISOString(),
+      room: (subId) => (this.saturated.has(subId) ? 0 : Math.max(0, Math.min(this.perSubscription + this.claimBatch - this.held(subId), this.heldBudget()))),
+      took: (subId, count) => {
+        this.roundTaken.set(subId, (this.roundTaken.get(subId) ?? 0) + count);
+        this.roundTakenTotal += count;
+      },
+    };
+    const results: [string, FanOutResult][] = [];
+    for (const orgId of orgs) results.push([orgId, await fanOutOrg(tx, orgId, FAN_OUT_BATCH, this.stopped ? undefined : take)]);
+    const taken: Claimed[] = [];
+    for (const [orgId, { subscriptionIds, more, claimed }] of results) {
       for (const id of subscriptionIds) this.dirtySubs.add(id);
+      // Not a claim of what was due: the subscription's saturation state is left as it is.
+      for (const { subscription, deliveries } of claimed) taken.push([subscription, null, deliveries]);
       if (more) {
         this.pendingOrgs.add(orgId);
         this.pumpAgain = true;
       }
     }
+    return taken;
   }
 
   /**
    * Subscriptions to claim for in this round, with their URL and secrets, read in this round: every
    * active one on a poll, between polls those with work (new deliveries, a retry due, room again).
    */
-  private async candidateSubscriptions(): Promise<WebhookSubscriptionTable[]> {
-    const query = this.ctx.db.db.selectFrom('webhook_subscriptions').selectAll().where('status', '=', 'active');
+  private async candidateSubscriptions(tx: Tx): Promise<WebhookSubscriptionTable[]> {
+    const query = tx.db.selectFrom('webhook_subscriptions').selectAll().where('status', '=', 'active');
     if (this.allSubsDirty) {
       this.allSubsDirty = false;
       this.dirtySubs.clear();
@@ -265,55 +332,64 @@ export class Dispatcher {
   }
 
   private held(subId: string): number {
-    return (this.inFlightBySub.get(subId) ?? 0) + (this.buffers.get(subId)?.length ?? 0);
+    return (this.inFlightBySub.get(subId) ?? 0) + (this.buffers.get(subId)?.length ?? 0) + (this.roundTaken.get(subId) ?? 0);
   }
 
   /**
    * Claims for each candidate subscription enough deliveries to keep its in-flight slots busy plus
-   * one slot-load in reserve, so a finishing request starts the next one without a database round
-   * trip. It claims again only when the reserve is used up, in batches rather than one by one.
+   * up to `claimBatch` in reserve, so a finishing request starts the next one without a database
+   * round trip. It claims again once half the reserve is used up, in batches rather than one by one.
    */
-  private async claimAndSend(): Promise<void> {
-    const candidates = await this.candidateSubscriptions();
-    if (candidates.length === 0 || this.stopped) return;
-    // Start at a different subscription each round so that, when the process-wide budget runs out,
-    // the same subscriptions are not always the ones served first.
-    if (2 * this.maxInFlight - this.totalHeld <= 0) {
+  private async claim(tx: Tx): Promise<Claimed[]> {
+    const candidates = await this.candidateSubscriptions(tx);
+    if (candidates.length === 0 || this.stopped) return [];
+    if (this.heldBudget() <= 0) {
       // No room in this process: try them all again as requests finish.
       for (const sub of candidates) this.dirtySubs.add(sub.id);
-      return;
+      return [];
     }
+    // Start at a different subscription each round so that, when the process-wide budget runs out,
+    // the same subscriptions are not always the ones served first.
     const offset = this.roundRobin++ % candidates.length;
     const subs = [...candidates.slice(offset), ...candidates.slice(0, offset)];
-    const depth = 2 * this.perSubscription;
-    // All claims of the round in one transaction (one commit); sending starts only once it committed.
+    const depth = this.perSubscription + this.claimBatch;
     // The budget shrinks by what each claim actually returned, not by what it asked for.
-    const claims = await inTransaction(this.ctx.db, async (tx) => {
-      const out: [WebhookSubscriptionTable, number][] = [];
-      const rows: Awaited<ReturnType<typeof claimDueDeliveries>>[] = [];
-      let budget = 2 * this.maxInFlight - this.totalHeld;
-      for (const sub of subs) {
-        const held = this.held(sub.id);
-        const room = Math.min(depth - held, budget);
-        if (room <= 0 || (held > 0 && room < this.perSubscription)) {
-          this.saturated.add(sub.id); // claimed again once its reserve runs low
-          if (budget <= 0) this.dirtySubs.add(sub.id); // and, if the budget ran out, at the next round
-          continue;
-        }
-        const claimed = await claimDueDeliveries(tx, sub.id, room, this.workerId, this.leaseMs);
-        budget -= claimed.length;
-        out.push([sub, room]);
-        rows.push(claimed);
+    const out: [WebhookSubscriptionTable, number][] = [];
+    const rows: Awaited<ReturnType<typeof claimDueDeliveries>>[] = [];
+    let budget = this.heldBudget();
+    for (const sub of subs) {
+      const held = this.held(sub.id);
+      const room = Math.min(depth - held, this.claimBatch, budget);
+      if (room <= 0 || (held > 0 && room < this.refillAt)) {
+        this.saturated.add(sub.id); // claimed again once its reserve runs low
+        if (budget <= 0) this.dirtySubs.add(sub.id); // and, if the budget ran out, at the next round
+        continue;
       }
-      const withBodies = await attachBodies(tx, rows);
-      return out.map(([sub, room], i) => [sub, room, withBodies[i]!] as const);
-    });
+      const claimed = await claimDueDeliveries(tx, sub.id, room, this.workerId, this.leaseMs);
+      budget -= claimed.length;
+      out.push([sub, room]);
+      rows.push(claimed);
+    }
+    const withBodies = await attachBodies(tx, rows);
+    return out.map(([sub, room], i) => [sub, room, withBodies[i]!] as const);
+  }
+
+  /** Deliveries this process may still claim: every in-flight slot busy plus one claim batch in reserve. */
+  private heldBudget(): number {
+    return this.maxInFlight + this.claimBatch - this.totalHeld - this.roundTakenTotal;
+  }
+
+  /** Buffers what a round claimed (once its transaction committed) and starts sending it. */
+  private startClaimed(claims: Claimed[]): void {
     for (const [sub, room, claimed] of claims) {
       // A full claim means more may be due. A partial one emptied the due queue; new work then
       // arrives through fan-out, a retry timer or the poll.
-      if (claimed.length === room) this.saturated.add(sub.id);
-      else this.saturated.delete(sub.id);
+      if (room !== null) {
+        if (claimed.length === room) this.saturated.add(sub.id);
+        else this.saturated.delete(sub.id);
+      }
       if (claimed.length === 0) continue;
+      this.subscriptions.set(sub.id, sub);
       const buffer = this.buffers.get(sub.id) ?? [];
       buffer.push(...claimed);
       this.buffers.set(sub.id, buffer);
@@ -388,7 +464,7 @@ export class Dispatcher {
       const other = this.subscriptions.get(id);
       if (other) this.startSends(other);
     }
-    if (this.saturated.has(sub.id) && this.held(sub.id) <= this.perSubscription) this.dirtySubs.add(sub.id);
+    if (this.saturated.has(sub.id) && this.held(sub.id) <= this.perSubscription + this.claimBatch - this.refillAt) this.dirtySubs.add(sub.id);
     // Also subscriptions left waiting when the process-wide budget ran out.
     if (this.dirtySubs.size > 0) this.wake();
   }

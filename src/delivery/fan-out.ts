@@ -1,9 +1,10 @@
 import type { AppContext } from '../context.js';
 import type { Tx } from '../db/connect.js';
 import { findOrgScope } from '../domain/orgs/scope.js';
-import type { WebhookDeliveryTable } from '../db/types.js';
+import type { WebhookDeliveryTable, WebhookSubscriptionTable } from '../db/types.js';
 import { nowIso } from '../domain/shared/ids.js';
 import { activeSubscriptionsInTree, pendingDelivery, subscriptionWants } from '../domain/webhooks/repo.js';
+import type { ClaimedDelivery } from './claims.js';
 
 const INSERT_CHUNK = 200;
 
@@ -44,10 +45,25 @@ async function lockCursor(tx: Tx, orgId: string): Promise<number | null> {
 }
 
 export interface FanOutResult {
-  /** Subscriptions that received new deliveries (due now). */
+  /** Subscriptions that received new deliveries left for a claim (due now). */
   subscriptionIds: Set<string>;
   /** True when the batch was full: more events may be waiting. */
   more: boolean;
+  /** Deliveries created already claimed by the caller (see FanOutClaim), per subscription. */
+  claimed: { subscription: WebhookSubscriptionTable; deliveries: ClaimedDelivery[] }[];
+}
+
+/**
+ * Lets the worker that fans out take the new deliveries at once: they are written already leased to
+ * it (claimed_by, claimed_until), with their bodies at hand, which saves the claim's update and read.
+ */
+export interface FanOutClaim {
+  workerId: string;
+  claimedUntil: string;
+  /** How many new deliveries of this subscription the worker can take now (0: leave them to claims). */
+  room(subscriptionId: string): number;
+  /** Told how many it was given. */
+  took(subscriptionId: string, count: number): void;
 }
 
 /**
@@ -56,42 +72,79 @@ export interface FanOutResult {
  * Events are read by (org_id, stream_offset), the gap-free per-org order, never by a global order
  * that could commit out of sequence.
  */
-export async function fanOutOrg(tx: Tx, orgId: string, batchSize: number): Promise<FanOutResult> {
+export async function fanOutOrg(tx: Tx, orgId: string, batchSize: number, claim?: FanOutClaim): Promise<FanOutResult> {
   const subscriptionIds = new Set<string>();
+  const claimed: FanOutResult['claimed'] = [];
   const offset = await lockCursor(tx, orgId);
-  if (offset === null) return { subscriptionIds, more: false };
+  if (offset === null) return { subscriptionIds, more: false, claimed };
   const events = await tx.db
     .selectFrom('events')
-    .select(['id', 'stream_offset', 'event_type', 'created_at'])
+    .select(['id', 'stream_offset', 'event_type', 'created_at', 'payload'])
     .where('org_id', '=', orgId)
     .where('stream_offset', '>', offset)
     .orderBy('stream_offset')
     .limit(batchSize)
     .execute();
-  if (events.length === 0) return { subscriptionIds, more: false };
+  if (events.length === 0) return { subscriptionIds, more: false, claimed };
   const scope = await findOrgScope({ db: tx.db }, orgId);
   const subscriptions = scope ? await activeSubscriptionsInTree(tx.db, scope) : [];
   const now = nowIso();
   const rows: WebhookDeliveryTable[] = [];
+  /** Rows written claimed, by id: handed to the worker only if their insert took place. */
+  const taken = new Map<string, { subscription: WebhookSubscriptionTable; delivery: ClaimedDelivery }>();
+  const room = new Map(subscriptions.map((sub) => [sub.id, claim ? claim.room(sub.id) : 0]));
   for (const event of events) {
     for (const sub of subscriptions) {
       if (!subscriptionWants(sub, orgId, event.event_type, event.created_at)) continue;
-      subscriptionIds.add(sub.id);
-      rows.push(pendingDelivery(sub.id, orgId, event, now));
+      const row = pendingDelivery(sub.id, orgId, event, now);
+      const left = room.get(sub.id)!;
+      if (claim && left > 0) {
+        room.set(sub.id, left - 1);
+        row.claimed_by = claim.workerId;
+        row.claimed_until = claim.claimedUntil;
+        const delivery = {
+          id: row.id,
+          subscription_id: sub.id,
+          org_id: orgId,
+          event_id: event.id,
+          event_type: event.event_type,
+          attempt_count: 0,
+          body: event.payload,
+        };
+        taken.set(row.id, { subscription: sub, delivery });
+      } else {
+        subscriptionIds.add(sub.id);
+      }
+      rows.push(row);
     }
   }
+  const inserted = new Set<string>();
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
     // The unique (subscription, event) pair makes a repeated fan-out harmless.
-    await tx.db
+    const written = await tx.db
       .insertInto('webhook_deliveries')
       .values(rows.slice(i, i + INSERT_CHUNK))
       .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
+      .returning('id')
       .execute();
+    for (const { id } of written) inserted.add(id);
   }
+  const bySubscription = new Map<string, FanOutResult['claimed'][number]>();
+  for (const [id, { subscription, delivery }] of taken) {
+    if (!inserted.has(id)) continue;
+    let entry = bySubscription.get(subscription.id);
+    if (!entry) {
+      entry = { subscription, deliveries: [] };
+      bySubscription.set(subscription.id, entry);
+      claimed.push(entry);
+    }
+    entry.deliveries.push(delivery);
+  }
+  for (const entry of claimed) claim!.took(entry.subscription.id, entry.deliveries.length);
   await tx.db
     .updateTable('webhook_cursors')
     .set({ last_offset: Number(events[events.length - 1]!.stream_offset), updated_at: now })
     .where('org_id', '=', orgId)
     .execute();
-  return { subscriptionIds, more: events.length === batchSize };
+  return { subscriptionIds, more: events.length === batchSize, claimed };
 }

@@ -117,13 +117,19 @@ describe('PostgreSQL stopped and frozen: 503 with Retry-After, /readyz within 1 
   };
   const pgCtl = (...args: string[]) => run([`${PG_BIN}/pg_ctl`, '-D', join(dir, 'data'), ...args]);
   const start = () => pgCtl('-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1`, '-l', join(dir, 'log'), '-w', 'start');
-  const postgresPids = () => {
+  /**
+   * Stops the postmaster first, then its children: a stopped postmaster forks no new backend, so none
+   * can start between listing the children and stopping them. Returns every stopped process.
+   */
+  const freezePostgres = () => {
     const postmaster = Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    spawnSync('kill', ['-STOP', String(postmaster)]);
     const children = spawnSync('pgrep', ['-P', String(postmaster)])
       .stdout.toString()
       .split('\n')
       .filter(Boolean)
       .map(Number);
+    for (const pid of children) spawnSync('kill', ['-STOP', String(pid)]);
     return [postmaster, ...children];
   };
 
@@ -206,8 +212,7 @@ describe('PostgreSQL stopped and frozen: 503 with Retry-After, /readyz within 1 
   it('a frozen server: writes end in a 503 within the timeouts and /readyz answers within 1 s', async () => {
     const path = `/orgs/${orgId}/emergencies`;
     assert.equal((await api.post(path, { description: 'before the freeze' })).status, 201);
-    frozen = postgresPids();
-    for (const pid of frozen) spawnSync('kill', ['-STOP', String(pid)]);
+    frozen = freezePostgres();
     try {
       const began = Date.now();
       await expectUnavailable(await api.post(path, { description: 'frozen' }));

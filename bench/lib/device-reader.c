@@ -491,15 +491,19 @@ static void on_readable(Conn *c) {
   parse_pending(c, arrival_ns, read_ns);
 }
 
+/* Bytes that arrived with a handshake's answer (a first frame or message) are read as if just arrived. */
+static void parse_handshake_leftover(Conn *c) {
+  if (c->pending_len == 0) return;
+  int64_t now = clock_ns(CLOCK_MONOTONIC);
+  parse_pending(c, now, now);
+}
+
 static void command(char *line) {
   char a[256], b[32], p[1024], t[512];
   if (sscanf(line, "device %255s %31s %1023s %511s", a, b, p, t) == 4) {
     Conn *c = add_conn(connect_to(a, b));
     handshake(c, a, b, p, t);
-    if (c->pending_len > 0) {
-      int64_t now = clock_ns(CLOCK_MONOTONIC);
-      parse_pending(c, now, now);
-    }
+    parse_handshake_leftover(c);
   } else if (sscanf(line, "tcp %255s %31s %1023s", a, b, p) == 3) {
     Conn *c = add_conn(connect_to(a, b));
     c->kind = KIND_TCP;
@@ -508,18 +512,12 @@ static void command(char *line) {
     Conn *c = add_conn(connect_to(a, b));
     c->kind = KIND_MQTT;
     mqtt_handshake(c, p);
-    if (c->pending_len > 0) {
-      int64_t now = clock_ns(CLOCK_MONOTONIC);
-      parse_pending(c, now, now);
-    }
+    parse_handshake_leftover(c);
   } else if (sscanf(line, "nats %255s %31s %1023s", a, b, p) == 3) {
     Conn *c = add_conn(connect_to(a, b));
     c->kind = KIND_NATS;
     nats_handshake(c, p);
-    if (c->pending_len > 0) {
-      int64_t now = clock_ns(CLOCK_MONOTONIC);
-      parse_pending(c, now, now);
-    }
+    parse_handshake_leftover(c);
   } else if (strcmp(line, "sync") == 0) {
     printf("connected %zu\n", nconns);
   } else if (strcmp(line, "collect") == 0) {

@@ -77,17 +77,25 @@ export async function fanOutOrg(tx: Tx, orgId: string, batchSize: number, claim?
   const claimed: FanOutResult['claimed'] = [];
   const offset = await lockCursor(tx, orgId);
   if (offset === null) return { subscriptionIds, more: false, claimed };
-  const events = await tx.db
-    .selectFrom('events')
-    .select(['id', 'stream_offset', 'event_type', 'created_at', 'payload'])
-    .where('org_id', '=', orgId)
-    .where('stream_offset', '>', offset)
-    .orderBy('stream_offset')
-    .limit(batchSize)
-    .execute();
-  if (events.length === 0) return { subscriptionIds, more: false, claimed };
+  // The org's committed offset is read before its subscriptions, as the events were before: an
+  // event is matched against the subscriptions that existed once it had committed.
+  const head = await tx.db.selectFrom('orgs').select('event_offset').where('id', '=', orgId).executeTakeFirst();
+  const last = Math.min(Number(head?.event_offset ?? 0), offset + batchSize);
+  if (last <= offset) return { subscriptionIds, more: false, claimed };
   const scope = await findOrgScope({ db: tx.db }, orgId);
   const subscriptions = scope ? await activeSubscriptionsInTree(tx.db, scope) : [];
+  // Most orgs subscribe nothing: their cursor moves on without their events (and bodies) being read.
+  const events =
+    subscriptions.length === 0
+      ? []
+      : await tx.db
+          .selectFrom('events')
+          .select(['id', 'stream_offset', 'event_type', 'created_at', 'payload'])
+          .where('org_id', '=', orgId)
+          .where('stream_offset', '>', offset)
+          .where('stream_offset', '<=', last)
+          .orderBy('stream_offset')
+          .execute();
   const now = nowIso();
   const rows: WebhookDeliveryTable[] = [];
   /** Rows written claimed, by id: handed to the worker only if their insert took place. */
@@ -141,10 +149,6 @@ export async function fanOutOrg(tx: Tx, orgId: string, batchSize: number, claim?
     entry.deliveries.push(delivery);
   }
   for (const entry of claimed) claim!.took(entry.subscription.id, entry.deliveries.length);
-  await tx.db
-    .updateTable('webhook_cursors')
-    .set({ last_offset: Number(events[events.length - 1]!.stream_offset), updated_at: now })
-    .where('org_id', '=', orgId)
-    .execute();
-  return { subscriptionIds, more: events.length === batchSize, claimed };
+  await tx.db.updateTable('webhook_cursors').set({ last_offset: last, updated_at: now }).where('org_id', '=', orgId).execute();
+  return { subscriptionIds, more: last === offset + batchSize, claimed };
 }

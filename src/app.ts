@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type onResponseHookHandler } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from './config.js';
@@ -16,7 +16,7 @@ import { adminDocument, type OpenApiDocument, publicDocument } from './http/open
 import { credentialAdminRoutes } from './http/routes/admin/credentials.js';
 import { deliveryAdminRoutes } from './http/routes/admin/delivery.js';
 import { tenancyAdminRoutes } from './http/routes/admin/tenancy.js';
-import { idempotencyHook } from './edge/idempotency.js';
+import { idempotentRoutes } from './edge/idempotency.js';
 import { AppError } from './errors.js';
 import fastifyCors from '@fastify/cors';
 import { consolePage } from './http/console-page.js';
@@ -122,8 +122,19 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     reply.header('x-request-id', request.id);
     done();
   });
+  // Each route records its own requests under its URL pattern, known when it is registered (reading
+  // request.routeOptions would build an object of the route's options on every request); the
+  // instance-wide hook records only requests that matched no route.
+  app.addHook('onRoute', (route) => {
+    const record: onResponseHookHandler = (request, reply, done) => {
+      ctx.metrics.recordHttp(request.method, route.url, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    };
+    const before = route.onResponse === undefined ? [] : Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse];
+    route.onResponse = [...before, record];
+  });
   app.addHook('onResponse', (request, reply, done) => {
-    ctx.metrics.recordHttp(request.method, request.routeOptions.url ?? 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
+    if (request.is404) ctx.metrics.recordHttp(request.method, 'unmatched', reply.statusCode, reply.elapsedTime / 1000);
     done();
   });
 
@@ -231,7 +242,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
         );
         await api.register(async (authed) => {
           authed.addHook('onRequest', requireKey(gate, surface.keys));
-          authed.addHook('preHandler', idempotencyHook(ctx.db));
+          idempotentRoutes(authed, ctx.db);
           for (const routes of surface.routes) await authed.register(routes(ctx));
         });
       },

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { DbHandle } from '../db/connect.js';
 import type { StoredAnswer } from '../db/idempotency.js';
@@ -77,17 +77,31 @@ export function replayStoredAnswer(reply: FastifyReply, stored: IdempotencyKeyTa
 }
 
 /**
- * preHandler of the authenticated REST routes: after authentication and validation (a refused request
- * never touches the key), before the handler. Callback style, and nothing to do without the header.
+ * Gives every route registered on `instance` from now on that accepts Idempotency-Key (its config
+ * names an `idempotentAnswer`) the preHandler below. Added per route when the route is registered, so
+ * a request reads nothing of its route's options (Fastify builds `request.routeOptions` anew on each
+ * access) and routes without the header pay nothing.
  */
-export function idempotencyHook(db: DbHandle) {
+export function idempotentRoutes(instance: FastifyInstance, db: DbHandle): void {
   // Keys whose first request is running in this process. Across instances, the stored answer's
   // primary key decides: the later commit fails whole and replays the first one's answer.
   const inFlight = new Set<string>();
+  instance.addHook('onRoute', (route) => {
+    const answerOf = route.config?.idempotentAnswer;
+    if (!answerOf) return;
+    const before = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler];
+    route.preHandler = [...before, idempotencyHook(db, inFlight, answerOf)];
+  });
+}
+
+/**
+ * preHandler of a route that accepts Idempotency-Key: after authentication and validation (a refused
+ * request never touches the key), before the handler. Callback style, and nothing to do without the header.
+ */
+function idempotencyHook(db: DbHandle, inFlight: Set<string>, answerOf: AnswerOf) {
   return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
-    const answerOf = request.routeOptions.config.idempotentAnswer;
     const key = request.headers[IDEMPOTENCY_HEADER];
-    if (!answerOf || key === undefined) {
+    if (key === undefined) {
       done();
       return;
     }

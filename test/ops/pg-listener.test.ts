@@ -85,4 +85,37 @@ describe('the PostgreSQL event listener', { skip: onPostgres ? false : 'LISTEN/N
       await relay.close();
     }
   });
+
+  it("wakes its readers with other instances' notifications only: its own commits woke them already", { timeout: 30_000 }, async () => {
+    const ctx = createContext(loadConfig({ DATABASE_URL: base, LOG_LEVEL: 'silent' }));
+    const stop = startPgEventListener(ctx.db, (event) => ctx.bus.committed(event));
+    const orgId = randomUUID();
+    const heard: CommittedEvent[] = [];
+    ctx.bus.onCommitted((event) => {
+      if (event.orgId === orgId) heard.push(event);
+    });
+    const writer = new pg.Client({ connectionString: base });
+    await writer.connect();
+    try {
+      const own = ctx.db.pgNotifier!.senderId;
+      // One session's notifications arrive in the order sent: once offset 2 (another instance's) is
+      // heard, offset 1 (this instance's own) has been delivered to the listener too, and skipped.
+      const deadline = Date.now() + 10_000;
+      while (!heard.some((e) => e.offset === 2)) {
+        assert.ok(Date.now() < deadline, 'the other instance was not heard');
+        await writer.query('select pg_notify($1, $2)', [PG_EVENT_CHANNEL, JSON.stringify({ orgId, offset: 1, from: own })]);
+        await writer.query('select pg_notify($1, $2)', [PG_EVENT_CHANNEL, JSON.stringify({ orgId, offset: 2, from: 'another-instance' })]);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.deepEqual(
+        heard.filter((e) => e.offset === 1),
+        [],
+      );
+      assert.deepEqual(heard[0], { orgId, offset: 2 });
+    } finally {
+      await writer.end();
+      await stop();
+      await ctx.db.close();
+    }
+  });
 });

@@ -15,22 +15,31 @@ import { createOrgTree, mintKey } from '../helpers/server.js';
 function fakePool() {
   const sent: { orgId: string; offset: number }[][] = [];
   const answers: { resolve(): void; reject(err: Error): void }[] = [];
+  const senders = new Set<string>();
   const pool = {
     query(config: { text: string; values: [string, string[]] }) {
       assert.match(config.text, /pg_notify/);
       assert.equal(config.values[0], PG_EVENT_CHANNEL);
-      sent.push(config.values[1].map((p) => JSON.parse(p)));
+      sent.push(
+        config.values[1].map((p) => {
+          // Each payload names its sender, one id for all of this notifier's statements.
+          const { from, ...event } = JSON.parse(p);
+          assert.match(from, /^[0-9a-f]{16}$/);
+          senders.add(from);
+          return event;
+        }),
+      );
       return new Promise<void>((resolve, reject) => answers.push({ resolve, reject }));
     },
   };
-  return { pool: pool as unknown as pg.Pool, sent, answers };
+  return { pool: pool as unknown as pg.Pool, sent, answers, senders };
 }
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('wake-ups sent after the commit (PgCommitNotifier)', () => {
   it('returns at once, sends one statement at a time, and coalesces to the highest offset per org', async () => {
-    const { pool, sent, answers } = fakePool();
+    const { pool, sent, answers, senders } = fakePool();
     const notifier = new PgCommitNotifier(pool, () => assert.fail('nothing failed'));
     notifier.notify([{ orgId: 'a', offset: 1 }]);
     notifier.notify([
@@ -62,6 +71,7 @@ describe('wake-ups sent after the commit (PgCommitNotifier)', () => {
     notifier.notify([{ orgId: 'a', offset: 41 }]);
     await turn();
     assert.equal(sent.length, 2, 'nothing is sent once closed');
+    assert.deepEqual([...senders], [notifier.senderId]);
   });
 
   it('reports a failure once per outage and otherwise ignores it', async () => {

@@ -7,13 +7,16 @@ import { PG_EVENT_CHANNEL } from './events.js';
 const RECONNECT_DELAY_MS = 1_000;
 
 /**
- * On PostgreSQL, forwards the NOTIFY every instance sends after its commits (notifier.ts) to `onEvent`
- * (the process's event bus). It holds one dedicated connection and reconnects after a failure; readers
+ * On PostgreSQL, forwards the NOTIFY every other instance sends after its commits (notifier.ts) to
+ * `onEvent` (the process's event bus). This instance's own notifications are skipped: its commits
+ * woke its readers already, and hearing them again would run each reader once more per commit for
+ * nothing. It holds one dedicated connection and reconnects after a failure; readers
  * also poll, so a notification lost while reconnecting only delays them.
  */
 export function startPgEventListener(handle: DbHandle, onEvent: (event: CommittedEvent) => void, report: FailureReport = () => undefined): () => Promise<void> {
   const config = handle.pgConfig;
   if (handle.dialect !== 'postgres' || !config) return async () => undefined;
+  const ownSenderId = handle.pgNotifier?.senderId;
   let client: pg.Client | null = null;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
@@ -24,7 +27,9 @@ export function startPgEventListener(handle: DbHandle, onEvent: (event: Committe
     next.on('notification', (msg) => {
       if (msg.channel !== PG_EVENT_CHANNEL || !msg.payload) return;
       try {
-        onEvent(JSON.parse(msg.payload) as CommittedEvent);
+        const { orgId, offset, from } = JSON.parse(msg.payload) as CommittedEvent & { from?: string };
+        if (from !== undefined && from === ownSenderId) return;
+        onEvent({ orgId, offset });
       } catch {
         /* a malformed payload is not ours */
       }

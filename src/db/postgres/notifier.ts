@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { FailureReport } from '../handle.js';
 import type { CommittedEvent } from '../unit-of-work.js';
@@ -5,7 +6,8 @@ import { PG_EVENT_CHANNEL } from './events.js';
 
 /**
  * One notification per org, for any number of orgs, in one statement (named, so each connection plans
- * it once). Each payload is `{"orgId":…,"offset":…}`, what the listeners of every instance parse.
+ * it once). Each payload is `{"orgId":…,"offset":…,"from":…}`, what the listeners of every instance parse;
+ * `from` names the sending instance, whose own listener ignores it (listener.ts).
  */
 const NOTIFY_STATEMENT = {
   name: 'emergency_api_notify_committed',
@@ -31,6 +33,8 @@ const NOTIFY_STATEMENT = {
 export class PgCommitNotifier {
   /** While true, nothing is sent (as if every notification were lost); tests use it. */
   dropping = false;
+  /** Marks this instance's notifications: its own readers were woken at the commit already. */
+  readonly senderId = randomBytes(8).toString('hex');
   private queued = new Map<string, number>();
   private sending: Promise<void> | null = null;
   private failing = false;
@@ -64,7 +68,7 @@ export class PgCommitNotifier {
       const batch = this.queued;
       this.queued = new Map();
       if (this.dropping) continue;
-      const payloads = Array.from(batch, ([orgId, offset]) => JSON.stringify({ orgId, offset }));
+      const payloads = Array.from(batch, ([orgId, offset]) => JSON.stringify({ orgId, offset, from: this.senderId }));
       try {
         await this.pool.query({ ...NOTIFY_STATEMENT, values: [PG_EVENT_CHANNEL, payloads] });
         this.failing = false;

@@ -70,7 +70,7 @@ export interface DbHandle {
    * For PostgreSQL: what wakes other instances after each commit (a NOTIFY sent once the write has
    * committed, see postgres/notifier.ts). Tests set `dropping` to lose every wake-up this handle sends.
    */
-  pgNotifier?: { dropping: boolean; readonly senderId: string };
+  pgNotifier?: { dropping: boolean; readonly senderId: string; readonly listenerApplicationName: string };
   /** For PostgreSQL: a handle of its own without statement timeouts, for migrations (closed by the caller). */
   unbounded?(): DbHandle;
   /** For SQLite files: the path of the database file. */

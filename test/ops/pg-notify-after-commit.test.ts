@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
+import { createContext } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { PG_EVENT_CHANNEL } from '../../src/db/postgres/events.js';
-import { PgCommitNotifier } from '../../src/db/postgres/notifier.js';
+import { startPgEventListener } from '../../src/db/postgres/listener.js';
+import { LISTENER_CHECK_MS, PgCommitNotifier } from '../../src/db/postgres/notifier.js';
 import type { CommittedEvent } from '../../src/db/unit-of-work.js';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice } from '../../src/domain/devices/service.js';
@@ -17,7 +20,9 @@ function fakePool() {
   const answers: { resolve(): void; reject(err: Error): void }[] = [];
   const senders = new Set<string>();
   const pool = {
-    query(config: { text: string; values: [string, string[]] }) {
+    query(config: { name: string; text: string; values: [string, string[]] }) {
+      // The notifier first asks whether another instance listens: here one always does.
+      if (config.name === 'emergency_api_other_listeners') return Promise.resolve({ rows: [{ listening: true }] });
       assert.match(config.text, /pg_notify/);
       assert.equal(config.values[0], PG_EVENT_CHANNEL);
       sent.push(
@@ -187,5 +192,81 @@ describe('a lost wake-up between instances on PostgreSQL', {
     await waitFor(() => heardOnB.includes(5), 2_000, "A's NOTIFY of offset 5 heard on B");
     assert.deepEqual(notifiedOffsets(), [1, 5]);
     await device.close();
+  });
+});
+
+describe('wake-ups only while another instance listens, on PostgreSQL', {
+  skip: onPostgres ? false : 'several instances share a database only on PostgreSQL (CI runs this suite there)',
+}, () => {
+  let a: DeviceTestServer;
+  let observer: pg.Client;
+  const notified: CommittedEvent[] = [];
+  before(async () => {
+    a = await startDeviceServer();
+    // An outside session on the channel: it sees every NOTIFY but is no instance of the service.
+    observer = new pg.Client({ connectionString: process.env.DATABASE_URL, application_name: 'test observer' });
+    await observer.connect();
+    observer.on('notification', (msg) => {
+      if (msg.channel === PG_EVENT_CHANNEL && msg.payload) notified.push(JSON.parse(msg.payload));
+    });
+    await observer.query(`LISTEN ${PG_EVENT_CHANNEL}`);
+  });
+  after(async () => {
+    await observer?.end();
+    await a?.close();
+  });
+
+  it('sends none while the instance is alone, starts once another listens, and stops after it left', { timeout: 30_000 }, async () => {
+    const org = await createOrgTree(a.ctx);
+    const { key } = await mintKey(a.ctx, { subjectType: 'org', subjectId: org.orgId });
+    const onA = client(a.base, key);
+    let declared = 0;
+    const declare = async () => {
+      const res = await onA.post(`/orgs/${org.orgId}/emergencies`, { description: `declare ${++declared}` });
+      assert.equal(res.status, 201);
+      return declared;
+    };
+    const seen = () => notified.filter((n) => n.orgId === org.orgId).map((n) => n.offset);
+    const settle = () => new Promise((r) => setTimeout(r, 300));
+
+    // Alone: its own readers were woken in process, and no NOTIFY goes out.
+    await declare();
+    await declare();
+    await settle();
+    assert.deepEqual(seen(), []);
+
+    // Another instance of the same database and schema starts listening: within the check interval
+    // the commits are announced again, and that instance hears them.
+    const other = createContext(loadConfig({ DATABASE_URL: a.databaseUrl, LOG_LEVEL: 'silent' }));
+    const heardByOther: number[] = [];
+    other.bus.onCommitted((event) => {
+      if (event.orgId === org.orgId) heardByOther.push(event.offset);
+    });
+    const stopOther = startPgEventListener(other.db, (event) => other.bus.committed(event));
+    try {
+      const started = Date.now();
+      let first = 0;
+      while (seen().length === 0) {
+        assert.ok(Date.now() - started < LISTENER_CHECK_MS + 3_000, 'no NOTIFY after another instance started listening');
+        first = await declare();
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.ok(seen().every((offset) => offset >= 3));
+      const deadline = Date.now() + 2_000;
+      while (!heardByOther.includes(first)) {
+        assert.ok(Date.now() < deadline, `the other instance did not hear offset ${first}`);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    } finally {
+      await stopOther();
+      await other.db.close();
+    }
+
+    // Alone again: once the next check finds no listener, nothing more is sent.
+    await new Promise((r) => setTimeout(r, LISTENER_CHECK_MS + 100));
+    await declare(); // asks again and finds nobody
+    const last = await declare();
+    await settle();
+    assert.ok(!seen().includes(last), `offset ${last} was announced with nobody listening`);
   });
 });

@@ -23,7 +23,9 @@ export function startPgEventListener(handle: DbHandle, onEvent: (event: Committe
 
   const connect = async () => {
     if (stopped) return;
-    const next = new (pgDriver().Client)(config);
+    // Named so that other instances' notifiers see that this one listens (notifier.ts).
+    const name = handle.pgNotifier?.listenerApplicationName;
+    const next = new (pgDriver().Client)(name ? { ...config, application_name: name } : config);
     next.on('notification', (msg) => {
       if (msg.channel !== PG_EVENT_CHANNEL || !msg.payload) return;
       try {

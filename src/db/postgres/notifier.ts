@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import type { FailureReport } from '../handle.js';
 import type { CommittedEvent } from '../unit-of-work.js';
@@ -12,6 +12,22 @@ import { PG_EVENT_CHANNEL } from './events.js';
 const NOTIFY_STATEMENT = {
   name: 'emergency_api_notify_committed',
   text: 'select pg_notify($1, payload) from unnest($2::text[]) as payload',
+};
+
+/** How long an answer to "does another instance listen?" is trusted before it is asked again. */
+export const LISTENER_CHECK_MS = 1_000;
+
+/**
+ * Whether a session of another instance of the same database and schema listens now: listener
+ * connections carry an application_name made of the schema's tag and their instance's id (see
+ * `listenerApplicationName`), which pg_stat_activity shows to every role.
+ */
+const OTHER_LISTENERS_STATEMENT = {
+  name: 'emergency_api_other_listeners',
+  text: `select exists (
+    select 1 from pg_stat_activity
+    where datname = current_database() and application_name like $1 and application_name <> $2
+  ) as listening`,
 };
 
 /**
@@ -29,12 +45,25 @@ const NOTIFY_STATEMENT = {
  * statement at a time carries everything queued since the previous one, so a burst of commits costs a
  * few statements, not one per commit. A failure is reported once per outage (until a statement
  * succeeds again) and otherwise ignored.
+ *
+ * A notification costs PostgreSQL more than its statement (the commit takes the notification lock and
+ * signals every listening session), and one instance alone needs none: its own readers were woken in
+ * process. So the notifier asks, at most once per LISTENER_CHECK_MS while it has something to send,
+ * whether another instance's listener is connected, and sends nothing while none is. An instance that
+ * starts listening is heard of within that time; until then its readers find the events by polling.
  */
 export class PgCommitNotifier {
   /** While true, nothing is sent (as if every notification were lost); tests use it. */
   dropping = false;
   /** Marks this instance's notifications: its own readers were woken at the commit already. */
   readonly senderId = randomBytes(8).toString('hex');
+  /** The application_name of this instance's LISTEN connection (listener.ts). */
+  readonly listenerApplicationName: string;
+  /** What every instance's listener of this database and schema is named like. */
+  private readonly listenerNamePattern: string;
+  /** Whether another instance listened at the last check; null: not known, so notifications go out. */
+  private othersListen: boolean | null = null;
+  private checkedAt = 0;
   private queued = new Map<string, number>();
   private sending: Promise<void> | null = null;
   private failing = false;
@@ -43,7 +72,14 @@ export class PgCommitNotifier {
   constructor(
     private readonly pool: pg.Pool,
     private readonly report: FailureReport,
-  ) {}
+    /** The PostgreSQL schema the instance works in: only listeners of the same one count. */
+    schema = 'public',
+  ) {
+    // application_name holds at most 63 bytes: the schema goes in as a short digest.
+    const tag = createHash('sha256').update(schema).digest('hex').slice(0, 12);
+    this.listenerNamePattern = `emergency-api listen ${tag} %`;
+    this.listenerApplicationName = `emergency-api listen ${tag} ${this.senderId}`;
+  }
 
   /** Queues a wake-up for each org's highest committed offset; returns at once. */
   notify(events: readonly CommittedEvent[]): void {
@@ -67,7 +103,7 @@ export class PgCommitNotifier {
     while (this.queued.size > 0) {
       const batch = this.queued;
       this.queued = new Map();
-      if (this.dropping) continue;
+      if (this.dropping || !(await this.anotherInstanceListens())) continue;
       const payloads = Array.from(batch, ([orgId, offset]) => JSON.stringify({ orgId, offset, from: this.senderId }));
       try {
         await this.pool.query({ ...NOTIFY_STATEMENT, values: [PG_EVENT_CHANNEL, payloads] });
@@ -83,5 +119,23 @@ export class PgCommitNotifier {
       }
     }
     this.sending = null;
+  }
+
+  /** True when another instance's listener was connected at the last check (or it is not known). */
+  private async anotherInstanceListens(): Promise<boolean> {
+    const now = Date.now();
+    if (this.othersListen !== null && now - this.checkedAt < LISTENER_CHECK_MS) return this.othersListen;
+    this.checkedAt = now;
+    try {
+      const { rows } = await this.pool.query<{ listening: boolean }>({
+        ...OTHER_LISTENERS_STATEMENT,
+        values: [this.listenerNamePattern, this.listenerApplicationName],
+      });
+      this.othersListen = rows[0]?.listening !== false;
+    } catch {
+      // Not known: notify (a failing database fails the notification too, which is reported).
+      this.othersListen = null;
+    }
+    return this.othersListen ?? true;
   }
 }

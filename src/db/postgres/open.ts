@@ -61,7 +61,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
   const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
   let committedListener: (event: CommittedEvent) => void = () => undefined;
   // Other instances hear of a commit by a NOTIFY sent after it, off the caller's path (notifier.ts).
-  const notifier = new PgCommitNotifier(pool, (err, consequence) => report(err, consequence));
+  const notifier = new PgCommitNotifier(pool, (err, consequence) => report(err, consequence), schema ?? undefined);
   /** Once committed: this process's readers at once, then (queued, never awaited) the other instances. */
   const announce = (events: CommittedEvent[]) => {
     for (const event of events) committedListener(event);

@@ -48,6 +48,19 @@ describe('hostile input', () => {
   });
   after(() => server.close());
 
+  it('takes text with lone surrogates in every text field of a declare and answers it back unchanged', async () => {
+    // JSON lets a request carry half of a surrogate pair ("\ud800"); such text is stored (PostgreSQL
+    // refuses it as a JSON escape, so the storage makes it well-formed there) and the record keeps it.
+    const text = { description: 'a\ud800b', source: 'c\udc00', externalId: `lone-\ud83d-${Date.now()}`, metadata: { note: 'd\ud800' } };
+    const declared = await api.post(`/orgs/${org.orgId}/emergencies`, text);
+    assert.equal(declared.status, 201, JSON.stringify(declared.body));
+    const read = await api.get(`/orgs/${org.orgId}/emergencies/${declared.body.emergencyId}`);
+    assert.equal(read.status, 200);
+    assert.equal(read.body.description, text.description);
+    assert.equal(read.body.source, text.source);
+    assert.deepEqual(read.body.metadata, text.metadata);
+  });
+
   describe('U+0000 in text is a 422 string_nul at the field, on every input', () => {
     const nul = 'a\u0000b';
     const cases: [string, () => Promise<{ status: number; body: any }>, (string | number)[]][] = [

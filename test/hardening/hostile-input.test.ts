@@ -49,8 +49,8 @@ describe('hostile input', () => {
   after(() => server.close());
 
   it('takes text with lone surrogates in every text field of a declare and answers it back unchanged', async () => {
-    // JSON lets a request carry half of a surrogate pair ("\ud800"); such text is stored (PostgreSQL
-    // refuses it as a JSON escape, so the storage makes it well-formed there) and the record keeps it.
+    // JSON lets a request carry half of a surrogate pair ("\ud800"): such text is stored (as UTF-8,
+    // with U+FFFD in its place, in the text columns) and the stored record, JSON text, keeps it escaped.
     const text = { description: 'a\ud800b', source: 'c\udc00', externalId: `lone-\ud83d-${Date.now()}`, metadata: { note: 'd\ud800' } };
     const declared = await api.post(`/orgs/${org.orgId}/emergencies`, text);
     assert.equal(declared.status, 201, JSON.stringify(declared.body));

@@ -1,4 +1,6 @@
 import { sql } from 'kysely';
+import type { EmergencyInsert, EventInsert } from '../unit-of-work.js';
+import type { AuditLogTable, IdempotencyKeyTable } from '../types.js';
 
 /** The channel on which an instance announces `{orgId, offset}` to every instance once a write has committed (notifier.ts). */
 export const PG_EVENT_CHANNEL = 'emergency_events';
@@ -7,37 +9,16 @@ export const PG_EVENT_CHANNEL = 'emergency_events';
 type Param = (name: string) => any;
 
 /**
- * Rows travel to PostgreSQL as one JSON array per table, read back by json_to_recordset: one parameter
- * for any number of rows, serialized by JSON.stringify. (Parallel text[] arrays, the alternative, are
- * serialized by the pg driver's per-element escaping, which cost a declare about 40 µs of the event
- * loop in CPU profiles of bench/declare.ts, more than any other part of the statement.)
- */
-export function rowsJson(rows: readonly object[]): string {
-  const json = JSON.stringify(rows);
-  // JSON.stringify writes a lone surrogate (text such as "\ud800" sent in a request body) as a \u
-  // escape, which PostgreSQL refuses to turn into text. Such text is made well-formed first (U+FFFD in
-  // its place, as UTF-8 encoding does to the same text on any other path). The test is loose: an
-  // escaped backslash before "ud8" also takes this slower path, which gives the same result.
-  return LONE_SURROGATE_ESCAPE.test(json)
-    ? JSON.stringify(rows, (_key, value) => (typeof value === 'string' ? (value as WellFormable).toWellFormed() : value))
-    : json;
-}
-
-const LONE_SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
-/** String.prototype.toWellFormed (Node.js 20), missing from the ES2022 library the project compiles against. */
-type WellFormable = string & { toWellFormed(): string };
-
-/**
  * The org's event offsets on PostgreSQL, the one place they are taken: the org row is bumped by the
  * number of new events (its lock is held until the commit, so an org's offsets commit in order and
  * without gaps), and the events take the offsets below the new value in the order given. These are
  * the CTEs that do it, to end a WITH list; `appendedEventsResult` is the statement's final SELECT.
- * The events are `p('events')`, their rows as `rowsJson`.
  */
 export const appendEventsCtes = (p: Param) => sql`
   input as (
-    select * from rows from (
-      json_to_recordset(${p('events')}::json) as (id text, emergency_id text, event_type text, sequence integer, payload text, created_at text)
+    select * from unnest(
+      ${p('event_ids')}::text[], ${p('event_emergency_ids')}::text[], ${p('event_types')}::text[], ${p('event_sequences')}::integer[],
+      ${p('payloads')}::text[], ${p('event_created_ats')}::text[]
     ) with ordinality as i(event_id, emergency_id, event_type, sequence, payload, event_created_at, n)
   ), bumped as (
     update orgs set event_offset = event_offset + (select count(*) from input) where id = ${p('org_id')} returning event_offset
@@ -57,28 +38,97 @@ export const appendedEventsResult = sql<{ last_offset: string | number }>`
   from inserted
   having count(*) > 0`;
 
-/** New emergency rows (`p('emergencies')`, as `rowsJson`), each column as the service built it. */
+/** The event columns as parallel arrays, one statement for any number of events. */
+export function eventColumns(events: EventInsert[]) {
+  return {
+    event_ids: events.map((e) => e.id),
+    event_emergency_ids: events.map((e) => e.emergency_id),
+    event_types: events.map((e) => e.event_type),
+    event_sequences: events.map((e) => e.sequence),
+    payloads: events.map((e) => e.payload),
+    event_created_ats: events.map((e) => e.created_at),
+  };
+}
+
+/** Emergency rows as parallel arrays (every column as the service built it). */
+export function emergencyColumns(rows: EmergencyInsert[]) {
+  const column = <K extends keyof EmergencyInsert>(key: K) => rows.map((r) => r[key]);
+  return {
+    e_ids: column('id'),
+    e_org_ids: column('org_id'),
+    e_statuses: column('status'),
+    e_external_ids: column('external_id'),
+    e_category_ids: column('category_id'),
+    e_sources: column('source'),
+    e_descriptions: column('description'),
+    e_occurred_ats: column('occurred_at'),
+    e_created_ats: column('created_at'),
+    e_updated_ats: column('updated_at'),
+    e_declared_bys: column('declared_by'),
+    e_locations: column('location'),
+    e_metadatas: column('metadata'),
+    e_sequences: column('sequence'),
+    e_records: column('record'),
+  };
+}
+
 export const insertEmergenciesSql = (p: Param) => sql`
   insert into emergencies (id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at,
     declared_by, location, metadata, sequence, record, record_sequence)
-  select id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at,
-    declared_by, location, metadata, sequence, record, sequence
-  from json_to_recordset(${p('emergencies')}::json) as e(id text, org_id text, status text, external_id text, category_id text,
-    source text, description text, occurred_at text, created_at text, updated_at text, declared_by text, location text,
-    metadata text, sequence integer, record text)`;
+  select *, sequence from unnest(
+    ${p('e_ids')}::text[], ${p('e_org_ids')}::text[], ${p('e_statuses')}::text[], ${p('e_external_ids')}::text[], ${p('e_category_ids')}::text[],
+    ${p('e_sources')}::text[], ${p('e_descriptions')}::text[], ${p('e_occurred_ats')}::text[], ${p('e_created_ats')}::text[],
+    ${p('e_updated_ats')}::text[], ${p('e_declared_bys')}::text[], ${p('e_locations')}::text[], ${p('e_metadatas')}::text[],
+    ${p('e_sequences')}::integer[], ${p('e_records')}::text[]
+  ) as e(id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at, declared_by,
+    location, metadata, sequence, record)`;
 
-/** Audit rows (`p('audit')`, as `rowsJson`). */
+/** Audit rows as parallel arrays. */
+export function auditColumns(rows: AuditLogTable[]) {
+  const column = <K extends keyof AuditLogTable>(key: K) => rows.map((r) => r[key]);
+  return {
+    a_ids: column('id'),
+    a_org_ids: column('org_id'),
+    a_occurred_ats: column('occurred_at'),
+    a_categories: column('event_category'),
+    a_types: column('event_type'),
+    a_actor_types: column('actor_type'),
+    a_actor_ids: column('actor_id'),
+    a_actor_names: column('actor_name'),
+    a_resource_types: column('resource_type'),
+    a_resource_ids: column('resource_id'),
+    a_request_ids: column('request_id'),
+    a_details: column('details'),
+  };
+}
+
 export const insertAuditSql = (p: Param) => sql`
   insert into audit_logs (id, org_id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type,
     resource_id, request_id, details)
-  select id, org_id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type, resource_id,
-    request_id, details
-  from json_to_recordset(${p('audit')}::json) as a(id text, org_id text, occurred_at text, event_category text, event_type text,
-    actor_type text, actor_id text, actor_name text, resource_type text, resource_id text, request_id text, details text)`;
+  select * from unnest(
+    ${p('a_ids')}::text[], ${p('a_org_ids')}::text[], ${p('a_occurred_ats')}::text[], ${p('a_categories')}::text[], ${p('a_types')}::text[],
+    ${p('a_actor_types')}::text[], ${p('a_actor_ids')}::text[], ${p('a_actor_names')}::text[], ${p('a_resource_types')}::text[],
+    ${p('a_resource_ids')}::text[], ${p('a_request_ids')}::text[], ${p('a_details')}::text[]
+  )`;
 
-/** Stored answers of Idempotency-Keys (`p('answers')`, as `rowsJson`; zero or one per unit). */
+/** Stored answers of Idempotency-Keys as parallel arrays (zero or one per unit). */
+export function idempotencyColumns(rows: IdempotencyKeyTable[]) {
+  const column = <K extends keyof IdempotencyKeyTable>(key: K) => rows.map((r) => r[key]);
+  return {
+    i_api_key_ids: column('api_key_id'),
+    i_keys: column('idem_key'),
+    i_fingerprints: column('fingerprint'),
+    i_statuses: column('status'),
+    i_bodies: column('body'),
+    i_locations: column('location'),
+    i_created_ats: column('created_at'),
+    i_expires_ats: column('expires_at'),
+  };
+}
+
 export const insertIdempotencySql = (p: Param) => sql`
   insert into idempotency_keys (api_key_id, idem_key, fingerprint, status, body, location, created_at, expires_at)
-  select api_key_id, idem_key, fingerprint, status, body, location, created_at, expires_at
-  from json_to_recordset(${p('answers')}::json) as k(api_key_id text, idem_key text, fingerprint text, status integer, body text,
-    location text, created_at text, expires_at text)`;
+  select * from unnest(
+    ${p('i_api_key_ids')}::text[], ${p('i_keys')}::text[], ${p('i_fingerprints')}::text[], ${p('i_statuses')}::integer[],
+    ${p('i_bodies')}::text[], ${p('i_locations')}::text[], ${p('i_created_ats')}::text[], ${p('i_expires_ats')}::text[]
+  )`;

@@ -3,7 +3,17 @@ import type pg from 'pg';
 import { preparedQuery } from '../prepared.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
 import type { WriteSet } from '../unit-of-work.js';
-import { appendedEventsResult, appendEventsCtes, insertAuditSql, insertEmergenciesSql, insertIdempotencySql, rowsJson } from './events.js';
+import {
+  appendedEventsResult,
+  appendEventsCtes,
+  auditColumns,
+  emergencyColumns,
+  eventColumns,
+  idempotencyColumns,
+  insertAuditSql,
+  insertEmergenciesSql,
+  insertIdempotencySql,
+} from './events.js';
 
 /** Most units written by one statement. */
 const MAX_BATCH = 256;
@@ -12,8 +22,8 @@ const MAX_BATCH = 256;
  * Any number of insert-only units of one org as one statement: their emergencies, their audit
  * entries and one offset bump for all their events, returning the highest offset (the batch's one
  * wake-up, sent once it has committed). Data-modifying WITH clauses commit atomically with the
- * statement, and one named statement serves every batch size because each table's rows travel as
- * one JSON array. The rows are the services' own: no rule is stated here.
+ * statement, and one named statement serves every batch size because each column travels as one
+ * array. The rows are the services' own: no rule is stated here.
  */
 const insertBatch = preparedQuery((db, p) =>
   sql<{ last_offset: string | number }>`
@@ -89,13 +99,13 @@ export class PgInsertBatcher {
   }
 
   private async send(orgId: string, batch: Pending[]): Promise<number> {
-    const all = (rows: (w: WriteSet) => object[]) => rowsJson(batch.flatMap((pending) => rows(pending.writes)));
+    const all = <T>(rows: (w: WriteSet) => T[]) => batch.flatMap((pending) => rows(pending.writes));
     const [result] = await insertBatch.execute(this.target, {
       org_id: orgId,
-      emergencies: all((w) => w.emergencyInserts),
-      audit: all((w) => w.auditRows),
-      events: all((w) => w.eventRows),
-      answers: rowsJson(batch.flatMap((pending) => (pending.answer ? [pending.answer] : []))),
+      ...emergencyColumns(all((w) => w.emergencyInserts)),
+      ...auditColumns(all((w) => w.auditRows)),
+      ...eventColumns(all((w) => w.eventRows)),
+      ...idempotencyColumns(batch.flatMap((pending) => (pending.answer ? [pending.answer] : []))),
     });
     if (!result) throw new Error(`Organization ${orgId} does not exist.`);
     return Number(result.last_offset);

@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import { preparedQuery } from '../prepared.js';
 import type { Database } from '../types.js';
 import type { CommittedEvent, LockedEmergency, WriteSet } from '../unit-of-work.js';
-import { appendedEventsResult, appendEventsCtes, rowsJson } from './events.js';
+import { appendedEventsResult, appendEventsCtes, eventColumns } from './events.js';
 
 const appendEvents = preparedQuery((db, p) => sql<{ last_offset: string | number }>`with ${appendEventsCtes(p)} ${appendedEventsResult}`.compile(db));
 
@@ -37,7 +37,7 @@ export async function sendWrites(trx: Kysely<Database>, writes: WriteSet): Promi
   if (writes.auditRows.length > 0) await trx.insertInto('audit_logs').values(writes.auditRows).execute();
   const committed: CommittedEvent[] = [];
   for (const [orgId, events] of writes.eventsByOrg()) {
-    const query = appendEvents.bind({ db: trx, dialect: 'postgres' }, { org_id: orgId, events: rowsJson(events) });
+    const query = appendEvents.bind({ db: trx, dialect: 'postgres' }, { org_id: orgId, ...eventColumns(events) });
     const [result] = (await trx.executeQuery(query)).rows;
     if (!result) throw new Error(`Organization ${orgId} does not exist.`);
     committed.push({ orgId, offset: Number(result.last_offset) });

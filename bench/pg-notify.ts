@@ -6,11 +6,18 @@
 // PostgreSQL takes an instance-wide lock at the commit of every transaction that has a pending
 // notification and holds it until the commit is flushed, so such commits cannot share a flush.
 //
+// The service sends its NOTIFY only while another instance listens (a lone instance needs none), so
+// it is measured alone and with a second instance's LISTEN connection open (what a deployment of
+// several instances pays).
+//
 // Usage: DATABASE_URL=postgres://... node --import tsx bench/pg-notify.ts
 //   BENCH_DURATION=seconds per measurement (default 10), BENCH_PG_CONNECTIONS=50,200, BENCH_ORGS=16,
 //   BENCH_PARTS=bare,service (default both), BENCH_JSON=path for the raw results.
 // Every server runs in its own process; the table also reports each one's CPU time per request.
 import { join } from 'node:path';
+import pg from 'pg';
+import { PG_EVENT_CHANNEL } from '../src/db/postgres/events.js';
+import { listenerApplicationName } from '../src/db/postgres/notifier.js';
 import { BIN, cli, load, printTable, ROOT, type Result, startProcess, stopProcess } from './lib/harness.js';
 import { benchDatabase, freePort, writeBenchJson } from './lib/support.js';
 
@@ -86,14 +93,33 @@ if (parts.includes('service')) {
         requests: [{ setupRequest: (request: any) => ({ ...request, path: `/api/public/v1/orgs/${orgs[n++ % orgs.length]}/emergencies`, body: body(n) }) }],
       };
     };
-    for (const [label, orgs] of [
-      ['1 org', [demo.orgId]],
-      [`${orgCount} orgs`, orgIds],
-    ] as const) {
-      for (const connections of connectionCounts) {
-        results.push(await load(`service: POST declare, ${label}, c${connections}`, declares([...orgs], connections), service));
+    const measure = async (setting: string) => {
+      for (const [label, orgs] of [
+        ['1 org', [demo.orgId]],
+        [`${orgCount} orgs`, orgIds],
+      ] as const) {
+        for (const connections of connectionCounts) {
+          results.push(await load(`service: POST declare, ${label}, c${connections}, ${setting}`, declares([...orgs], connections), service));
+        }
       }
+    };
+    await measure('alone');
+    // Another instance of the same schema: a LISTEN connection named as the service names its own.
+    const schema = new URL(database.url).searchParams.get('schema') ?? 'public';
+    const peer = new pg.Client({ connectionString: postgresUrl, application_name: listenerApplicationName(schema, 'bench-peer') });
+    await peer.connect();
+    let heard = 0;
+    peer.on('notification', () => heard++);
+    await peer.query(`LISTEN ${PG_EVENT_CHANNEL}`);
+    // The service looks for other listeners at most once a second.
+    await new Promise((r) => setTimeout(r, 1500));
+    try {
+      await measure('another instance listening');
+    } finally {
+      await peer.end();
     }
+    if (heard === 0) throw new Error('the service sent no NOTIFY with another instance listening');
+    console.log(`notifications heard by the second instance: ${heard}`);
   } finally {
     await stopProcess(service);
     await database.drop();
@@ -101,10 +127,9 @@ if (parts.includes('service')) {
 }
 
 console.log(`PostgreSQL, ${process.env.BENCH_DURATION ?? 10} s per measurement, connections ${connectionCounts.join(' and ')}`);
-const ratios: [string, string, string][] = connectionCounts.map((c) => [
-  `bare: NOTIFY after / in txn, c${c}`,
-  `bare 2 pg inserts, NOTIFY after, c${c}`,
-  `bare 2 pg inserts, NOTIFY in txn, c${c}`,
+const ratios: [string, string, string][] = connectionCounts.flatMap((c): [string, string, string][] => [
+  [`bare: NOTIFY after / in txn, c${c}`, `bare 2 pg inserts, NOTIFY after, c${c}`, `bare 2 pg inserts, NOTIFY in txn, c${c}`],
+  [`service 1 org: listened / alone, c${c}`, `service: POST declare, 1 org, c${c}, another instance listening`, `service: POST declare, 1 org, c${c}, alone`],
 ]);
 printTable(results, ratios);
 writeBenchJson({ connections: connectionCounts, orgs: orgCount, durationSeconds: Number(process.env.BENCH_DURATION ?? 10), results });

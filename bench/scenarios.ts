@@ -126,9 +126,11 @@ export const scenarios: Scenario[] = [
     parseStdout: parseHarnessTable,
     databases: ['postgres'],
     env: () => ({ BENCH_ORGS: process.env.BENCH_ORGS ?? '16' }),
-    timeoutSeconds: (o) => 180 + 8 * (o.duration + 2),
-    // The service's declares at 50 and 200 connections, next to a bare two-insert transaction that
-    // sends its NOTIFY after the commit: the cost of a NOTIFY inside the commit shows in the bare pair.
+    timeoutSeconds: (o) => 180 + 12 * (o.duration + 2),
+    // The service's declares at 50 and 200 connections, alone (no NOTIFY: nobody else listens) and
+    // with another instance listening (a NOTIFY after each commit), next to a bare two-insert
+    // transaction that sends its NOTIFY after the commit: the cost of a NOTIFY inside the commit
+    // shows in the bare pair.
     rows(raw) {
       const results = findLoadResults(raw);
       const rows: RowInput[] = [];
@@ -137,8 +139,10 @@ export const scenarios: Scenario[] = [
         const afterCommit = find(results, (n) => n === `bare 2 pg inserts, NOTIFY after, c${c}`);
         rows.push(throughput(`bare two-insert, NOTIFY after commit vs in the transaction, c${c}`, afterCommit, inside));
         for (const layout of ['1 org', `${raw.orgs} orgs`]) {
-          const declare = find(results, (n) => n === `service: POST declare, ${layout}, c${c}`);
-          rows.push(throughput(`POST declare, ${layout}, c${c} vs bare two-insert (NOTIFY after)`, declare, afterCommit));
+          const listened = find(results, (n) => n === `service: POST declare, ${layout}, c${c}, another instance listening`);
+          const alone = find(results, (n) => n === `service: POST declare, ${layout}, c${c}, alone`);
+          rows.push(throughput(`POST declare, ${layout}, c${c}, another instance listening vs bare two-insert (NOTIFY after)`, listened, afterCommit));
+          rows.push(throughput(`POST declare, ${layout}, c${c}, alone (no NOTIFY) vs another instance listening`, alone, listened));
         }
       }
       return rows;

@@ -31,6 +31,14 @@ const OTHER_LISTENERS_STATEMENT = {
 };
 
 /**
+ * The application_name of an instance's LISTEN connection: the schema it works in and its id (at most
+ * 63 bytes are kept, so the schema goes in as a short digest).
+ */
+export function listenerApplicationName(schema: string, instanceId: string): string {
+  return `emergency-api listen ${createHash('sha256').update(schema).digest('hex').slice(0, 12)} ${instanceId}`;
+}
+
+/**
  * Wakes the other instances (their LISTEN connections, see listener.ts) after commits, with NOTIFY
  * sent as a statement of its own once the writing transaction has committed.
  *
@@ -75,10 +83,8 @@ export class PgCommitNotifier {
     /** The PostgreSQL schema the instance works in: only listeners of the same one count. */
     schema = 'public',
   ) {
-    // application_name holds at most 63 bytes: the schema goes in as a short digest.
-    const tag = createHash('sha256').update(schema).digest('hex').slice(0, 12);
-    this.listenerNamePattern = `emergency-api listen ${tag} %`;
-    this.listenerApplicationName = `emergency-api listen ${tag} ${this.senderId}`;
+    this.listenerNamePattern = listenerApplicationName(schema, '%');
+    this.listenerApplicationName = listenerApplicationName(schema, this.senderId);
   }
 
   /** Queues a wake-up for each org's highest committed offset; returns at once. */

@@ -4,6 +4,7 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
 import pg from 'pg';
 import { createContext } from '../../src/app.js';
+import type { AppContext } from '../../src/context.js';
 import { loadConfig } from '../../src/config.js';
 import { PG_EVENT_CHANNEL } from '../../src/db/postgres/events.js';
 import type { CommittedEvent } from '../../src/db/unit-of-work.js';
@@ -43,6 +44,23 @@ async function startRelay(target: URL): Promise<{ url: string; cut(): void; clos
   };
 }
 
+/** The wake-ups a context's bus hears for an org of the test's own (other suites notify on the same channel). */
+function heardForNewOrg(ctx: AppContext): { orgId: string; heard: CommittedEvent[] } {
+  const orgId = randomUUID();
+  const heard: CommittedEvent[] = [];
+  ctx.bus.onCommitted((event) => {
+    if (event.orgId === orgId) heard.push(event);
+  });
+  return { orgId, heard };
+}
+
+/** A plain session that sends notifications as another instance would. */
+async function connectWriter(): Promise<pg.Client> {
+  const writer = new pg.Client({ connectionString: base });
+  await writer.connect();
+  return writer;
+}
+
 describe('the PostgreSQL event listener', { skip: onPostgres ? false : 'LISTEN/NOTIFY exists only on PostgreSQL (CI runs this suite there)' }, () => {
   it('reports a lost LISTEN connection, reconnects, and hears other instances again', { timeout: 30_000 }, async () => {
     const relay = await startRelay(new URL(base));
@@ -53,15 +71,9 @@ describe('the PostgreSQL event listener', { skip: onPostgres ? false : 'LISTEN/N
       (event) => ctx.bus.committed(event),
       (_err, consequence) => reported.push(consequence),
     );
-    // Other suites notify on the same channel: this test listens for an org of its own.
-    const orgId = randomUUID();
-    const heard: CommittedEvent[] = [];
-    ctx.bus.onCommitted((event) => {
-      if (event.orgId === orgId) heard.push(event);
-    });
+    const { orgId, heard } = heardForNewOrg(ctx);
     // Another instance's commit, straight to PostgreSQL (not through the relay).
-    const writer = new pg.Client({ connectionString: base });
-    await writer.connect();
+    const writer = await connectWriter();
     const notifyUntilHeard = async (offset: number) => {
       const deadline = Date.now() + 10_000;
       while (!heard.some((e) => e.offset === offset)) {
@@ -89,13 +101,8 @@ describe('the PostgreSQL event listener', { skip: onPostgres ? false : 'LISTEN/N
   it("wakes its readers with other instances' notifications only: its own commits woke them already", { timeout: 30_000 }, async () => {
     const ctx = createContext(loadConfig({ DATABASE_URL: base, LOG_LEVEL: 'silent' }));
     const stop = startPgEventListener(ctx.db, (event) => ctx.bus.committed(event));
-    const orgId = randomUUID();
-    const heard: CommittedEvent[] = [];
-    ctx.bus.onCommitted((event) => {
-      if (event.orgId === orgId) heard.push(event);
-    });
-    const writer = new pg.Client({ connectionString: base });
-    await writer.connect();
+    const { orgId, heard } = heardForNewOrg(ctx);
+    const writer = await connectWriter();
     try {
       const own = ctx.db.pgNotifier!.senderId;
       // One session's notifications arrive in the order sent: once offset 2 (another instance's) is

@@ -42,6 +42,17 @@ function fakePool() {
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
+/** An outside session listening on the channel (no instance of the service: it is not named as one), recording every payload. */
+async function observeNotifications(into: CommittedEvent[]): Promise<pg.Client> {
+  const observer = new pg.Client({ connectionString: process.env.DATABASE_URL, application_name: 'test observer' });
+  await observer.connect();
+  observer.on('notification', (msg) => {
+    if (msg.channel === PG_EVENT_CHANNEL && msg.payload) into.push(JSON.parse(msg.payload));
+  });
+  await observer.query(`LISTEN ${PG_EVENT_CHANNEL}`);
+  return observer;
+}
+
 describe('wake-ups sent after the commit (PgCommitNotifier)', () => {
   it('returns at once, sends one statement at a time, and coalesces to the highest offset per org', async () => {
     const { pool, sent, answers, senders } = fakePool();
@@ -128,12 +139,7 @@ describe('a lost wake-up between instances on PostgreSQL', {
     a = await startDeviceServer({ devices: { pollIntervalMs: POLL_MS } });
     b = await startDeviceServer({ databaseUrl: a.databaseUrl, devices: { pollIntervalMs: POLL_MS } });
     // Every NOTIFY on the channel, whoever sends it (other suites too: filtered by org below).
-    listener = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await listener.connect();
-    listener.on('notification', (msg) => {
-      if (msg.channel === PG_EVENT_CHANNEL && msg.payload) notified.push(JSON.parse(msg.payload));
-    });
-    await listener.query(`LISTEN ${PG_EVENT_CHANNEL}`);
+    listener = await observeNotifications(notified);
   });
   after(async () => {
     await listener?.end();
@@ -204,12 +210,7 @@ describe('wake-ups only while another instance listens, on PostgreSQL', {
   before(async () => {
     a = await startDeviceServer();
     // An outside session on the channel: it sees every NOTIFY but is no instance of the service.
-    observer = new pg.Client({ connectionString: process.env.DATABASE_URL, application_name: 'test observer' });
-    await observer.connect();
-    observer.on('notification', (msg) => {
-      if (msg.channel === PG_EVENT_CHANNEL && msg.payload) notified.push(JSON.parse(msg.payload));
-    });
-    await observer.query(`LISTEN ${PG_EVENT_CHANNEL}`);
+    observer = await observeNotifications(notified);
   });
   after(async () => {
     await observer?.end();

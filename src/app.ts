@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fastifySwagger from '@fastify/swagger';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type onResponseHookHandler } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Config } from './config.js';
@@ -17,6 +17,7 @@ import { credentialAdminRoutes } from './http/routes/admin/credentials.js';
 import { deliveryAdminRoutes } from './http/routes/admin/delivery.js';
 import { tenancyAdminRoutes } from './http/routes/admin/tenancy.js';
 import { idempotentRoutes } from './edge/idempotency.js';
+import { appendRouteHook } from './edge/route-hooks.js';
 import { AppError } from './errors.js';
 import fastifyCors from '@fastify/cors';
 import { consolePage } from './http/console-page.js';
@@ -126,12 +127,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   // request.routeOptions would build an object of the route's options on every request); the
   // instance-wide hook records only requests that matched no route.
   app.addHook('onRoute', (route) => {
-    const record: onResponseHookHandler = (request, reply, done) => {
+    appendRouteHook(route, 'onResponse', (request, reply, done) => {
       ctx.metrics.recordHttp(request.method, route.url, reply.statusCode, reply.elapsedTime / 1000);
       done();
-    };
-    const before = route.onResponse === undefined ? [] : Array.isArray(route.onResponse) ? route.onResponse : [route.onResponse];
-    route.onResponse = [...before, record];
+    });
   });
   app.addHook('onResponse', (request, reply, done) => {
     if (request.is404) ctx.metrics.recordHttp(request.method, 'unmatched', reply.statusCode, reply.elapsedTime / 1000);

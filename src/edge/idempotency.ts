@@ -6,6 +6,7 @@ import type { StoredAnswer } from '../db/idempotency.js';
 import { storedAnswer } from '../db/reads.js';
 import type { IdempotencyKeyTable } from '../db/types.js';
 import { AppError, fieldError } from '../errors.js';
+import { appendRouteHook } from './route-hooks.js';
 
 /**
  * Idempotency-Key on the writes of the REST API (extensions §2). The answer of a write is stored in
@@ -89,8 +90,7 @@ export function idempotentRoutes(instance: FastifyInstance, db: DbHandle): void 
   instance.addHook('onRoute', (route) => {
     const answerOf = route.config?.idempotentAnswer;
     if (!answerOf) return;
-    const before = route.preHandler === undefined ? [] : Array.isArray(route.preHandler) ? route.preHandler : [route.preHandler];
-    route.preHandler = [...before, idempotencyHook(db, inFlight, answerOf)];
+    appendRouteHook(route, 'preHandler', idempotencyHook(db, inFlight, answerOf));
   });
 }
 

@@ -17,20 +17,21 @@ export function startPgEventListener(handle: DbHandle, onEvent: (event: Committe
   const config = handle.pgConfig;
   if (handle.dialect !== 'postgres' || !config) return async () => undefined;
   const ownSenderId = handle.pgNotifier?.senderId;
+  // Named so that other instances' notifiers see that this one listens (notifier.ts).
+  const name = handle.pgNotifier?.listenerApplicationName;
+  const clientConfig = name ? { ...config, application_name: name } : config;
   let client: pg.Client | null = null;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
 
   const connect = async () => {
     if (stopped) return;
-    // Named so that other instances' notifiers see that this one listens (notifier.ts).
-    const name = handle.pgNotifier?.listenerApplicationName;
-    const next = new (pgDriver().Client)(name ? { ...config, application_name: name } : config);
+    const next = new (pgDriver().Client)(clientConfig);
     next.on('notification', (msg) => {
       if (msg.channel !== PG_EVENT_CHANNEL || !msg.payload) return;
       try {
         const { orgId, offset, from } = JSON.parse(msg.payload) as CommittedEvent & { from?: string };
-        if (from !== undefined && from === ownSenderId) return;
+        if (ownSenderId !== undefined && from === ownSenderId) return;
         onEvent({ orgId, offset });
       } catch {
         /* a malformed payload is not ours */

@@ -78,7 +78,7 @@ export function requireKey(gate: KeyGate, policy: KeyPolicy) {
     // Every later log line of this request (including "request completed") names the key and org;
     // never the key itself.
     const orgId = params?.org_id;
-    const child = request.log.child({ keyId: principal.keyId, ...(typeof orgId === 'string' ? { orgId } : {}) });
+    const child = request.log.child(typeof orgId === 'string' ? { keyId: principal.keyId, orgId } : { keyId: principal.keyId });
     request.log = child;
     reply.log = child;
   };

@@ -19,7 +19,13 @@ export class DeferredChildLogger implements FastifyBaseLogger {
   constructor(
     private readonly parent: FastifyBaseLogger & { isLevelEnabled(level: string): boolean },
     private readonly bindings: Bindings,
+    /** The request logger this one was made from: its bindings come first, merged only when a line is written. */
+    private readonly outer: DeferredChildLogger | null = null,
   ) {}
+
+  private allBindings(): Bindings {
+    return this.outer ? { ...this.outer.allBindings(), ...this.bindings } : this.bindings;
+  }
 
   get level(): string {
     return this.real?.level ?? this.parent.level;
@@ -30,7 +36,7 @@ export class DeferredChildLogger implements FastifyBaseLogger {
   }
 
   private materialize(): FastifyBaseLogger {
-    this.real ??= this.parent.child(this.bindings);
+    this.real ??= this.parent.child(this.allBindings());
     return this.real;
   }
 
@@ -66,6 +72,6 @@ export class DeferredChildLogger implements FastifyBaseLogger {
   child(bindings: Bindings, options?: ChildLoggerOptions): FastifyBaseLogger {
     // Options (a route's own level or serializers) need a real pino child; the service sets none.
     if (options && Object.keys(options).length > 0) return this.materialize().child(bindings, options);
-    return new DeferredChildLogger(this.parent, { ...this.bindings, ...bindings });
+    return new DeferredChildLogger(this.parent, bindings, this);
   }
 }

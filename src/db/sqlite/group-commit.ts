@@ -11,7 +11,12 @@ import { type JobConnection, lockEmergency, sendWrites, storeAnswer } from './wr
 const MAX_BATCH = 128;
 
 interface Job {
-  fn: (uow: UnitOfWork) => Promise<unknown>;
+  /** A transaction that reads as it goes; null for one whose writes were recorded up front (`record`). */
+  fn: ((uow: UnitOfWork) => Promise<unknown>) | null;
+  /** Writes recorded without reading (a declare): no unit of work is built for them. */
+  record: ((writes: WriteSet) => void) | null;
+  /** What a recorded job hands back. */
+  result: unknown;
   /** The Idempotency-Key of the request that queued the job, if its answer is still to be stored. */
   scope: IdempotencyScope | undefined;
   resolve(value: unknown): void;
@@ -59,8 +64,17 @@ export class SqliteGroupCommitter {
   }
 
   run<T>(fn: (uow: UnitOfWork) => Promise<T>, idempotency?: IdempotencyScope): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.queue.push({ fn, scope: openScope(idempotency), resolve: resolve as (value: unknown) => void, reject });
+    return this.enqueue(fn, null, undefined, idempotency) as Promise<T>;
+  }
+
+  /** Commits writes recorded without reading anything in the transaction (see DbHandle.commit). */
+  record(record: (writes: WriteSet) => void, result: unknown, idempotency?: IdempotencyScope): Promise<unknown> {
+    return this.enqueue(null, record, result, idempotency);
+  }
+
+  private enqueue(fn: Job['fn'], record: Job['record'], result: unknown, idempotency: IdempotencyScope | undefined): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ fn, record, result, scope: openScope(idempotency), resolve, reject });
       if (this.draining) return;
       this.draining = true;
       // better-sqlite3 is synchronous, so a whole transaction runs in microtasks without yielding to
@@ -82,12 +96,14 @@ export class SqliteGroupCommitter {
     const outcomes: Outcome[] = [];
     try {
       await this.db.transaction().execute(async (trx) => {
+        const statements = this.statements;
+        const connection: JobConnection = { db: trx, dialect: 'sqlite', sqliteDirect: () => statements };
         this.offsets.begin();
         if (batch.length === 1) {
           // Alone in its batch: an ordinary transaction, rolled back whole if it throws.
-          outcomes.push({ job: batch[0]!, ok: true, ...(await this.runJob(trx, batch[0]!)) });
+          outcomes.push({ job: batch[0]!, ok: true, ...(await this.runJob(connection, batch[0]!)) });
         } else {
-          for (const job of batch) outcomes.push(await this.runInSavepoint(trx, job));
+          for (const job of batch) outcomes.push(await this.runInSavepoint(connection, job));
         }
         this.offsets.flush();
       });
@@ -118,19 +134,22 @@ export class SqliteGroupCommitter {
    * Runs one job on the batch's transaction: its reads at once, then its recorded writes, with the
    * batch's offsets. Statements run straight on the connection (the batch holds Kysely's lock on it).
    */
-  private async runJob(trx: Kysely<Database>, job: Job) {
-    const statements = this.statements;
-    const connection: JobConnection = { db: trx, dialect: 'sqlite', sqliteDirect: () => statements };
+  private async runJob(connection: JobConnection, job: Job) {
+    const trx = connection.db;
     const writes = new WriteSet();
     const afterCommit: (() => void)[] = [];
-    const uow = writes.unitOfWork({
-      db: trx,
-      lockForChange: (orgId, id) => lockEmergency(connection, orgId, id),
-      afterCommit: (cb) => afterCommit.push(cb),
-      // One transaction at a time: nothing is ever held by another.
-      skipLocked: (query) => query,
-    });
-    const value = await job.fn(uow);
+    let value = job.result;
+    if (job.record) job.record(writes);
+    else
+      value = await job.fn!(
+        writes.unitOfWork({
+          db: trx,
+          lockForChange: (orgId, id) => lockEmergency(connection, orgId, id),
+          afterCommit: (cb) => afterCommit.push(cb),
+          // One transaction at a time: nothing is ever held by another.
+          skipLocked: (query) => query,
+        }),
+      );
     const committed = sendWrites(connection, writes, this.offsets);
     const answer = idempotencyRow(job.scope, value);
     if (answer) {
@@ -142,12 +161,12 @@ export class SqliteGroupCommitter {
     return { value, afterCommit, committed };
   }
 
-  private async runInSavepoint(trx: Kysely<Database>, job: Job): Promise<Outcome> {
+  private async runInSavepoint(connection: JobConnection, job: Job): Promise<Outcome> {
     // The batch holds Kysely's connection lock, so these statements run on the batch's transaction.
     this.savepoint.run();
     const mark = this.offsets.mark();
     try {
-      const done = await this.runJob(trx, job);
+      const done = await this.runJob(connection, job);
       this.release.run();
       return { job, ok: true, ...done };
     } catch (error) {

@@ -88,10 +88,7 @@ export function openSqlite(path: string, timeouts: DatabaseTimeouts): DbHandle {
     // batch counts the org offsets (see BatchEventOffsets).
     unitOfWork: (fn, idempotency) => groupCommit.run(fn, idempotency),
     async commit(record, result, idempotency) {
-      await groupCommit.run(async (uow) => {
-        record(uow);
-        return result;
-      }, idempotency);
+      await groupCommit.record(record, result, idempotency);
     },
     onCommitted(listener) {
       committedListener = listener;

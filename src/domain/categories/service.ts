@@ -102,7 +102,10 @@ export async function updateCategory(ctx: AppContext, caller: Caller, orgId: str
  * request. A change made here is forgotten at once; other instances see it when their entry expires.
  * Misses are not cached: the category may be created later.
  */
-const categoryCache = new LRUCache<string, CategoryTable>({ max: 100_000, ttl: 5_000 });
+const CATEGORY_CACHE_TTL_MS = 5_000;
+// The entry carries its own read time, as the key verifier's do: lru-cache's own TTL reads the clock
+// through a timer-refreshed cache on every get, a measured 2-3 µs of each declare's CPU.
+const categoryCache = new LRUCache<string, { row: CategoryTable; readAt: number }>({ max: 100_000 });
 
 function forgetCategories(orgId: string): void {
   for (const key of categoryCache.keys()) if (key.startsWith(`${orgId} `)) categoryCache.delete(key);
@@ -126,12 +129,12 @@ export async function resolveCategory(
   if (selector.categoryId !== undefined && !isUuid(selector.categoryId)) throw categoryNotFound('categoryId', selector.categoryId);
   const key = cacheKeyOf(orgId, selector);
   const cached = categoryCache.get(key);
-  if (cached) return cached;
+  if (cached && Date.now() - cached.readAt <= CATEGORY_CACHE_TTL_MS) return cached.row;
   const row = await findCategory(tx.db, orgId, selector);
   if (row) {
     // Cached only once the reading transaction committed, so a category created in a transaction
     // that later rolls back is never served; a read outside any transaction saw committed rows only.
-    const keep = () => categoryCache.set(key, row);
+    const keep = () => void categoryCache.set(key, { row, readAt: Date.now() });
     if (tx.afterCommit) tx.afterCommit(keep);
     else keep();
     return row;

@@ -64,5 +64,19 @@ export const isUuid = (value: string): boolean => uuidPattern.test(value);
 /** Org ids are UUIDs compared case-insensitively: every surface normalises them to lower case once, on entry. */
 export const normalizeOrgId = (value: string): string => (isUuid(value) ? value.toLowerCase() : value);
 
-/** Timestamps leave the service as ISO-8601 UTC with milliseconds. */
-export const nowIso = (): string => new Date().toISOString();
+let isoMs = -1;
+let isoText = '';
+
+/**
+ * Timestamps leave the service as ISO-8601 UTC with milliseconds. A declare takes several within the
+ * same millisecond, and so do the requests of one busy millisecond: the text is built once per
+ * millisecond (Date's toISOString is a measurable share of a declare's own CPU).
+ */
+export function nowIso(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}

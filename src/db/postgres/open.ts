@@ -37,7 +37,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
   parsed.searchParams.delete('schema');
   // The server ends a statement that runs too long (statement_timeout) and a transaction left idle
   // (a client that died mid-transaction must not hold its locks); the client gives up on a server that
-  // stops answering altogether (query_timeout: a frozen or unreachable server never sends the error).
+  // stops answering altogether (the pool's read timeout: a frozen or unreachable server never sends the error).
   // A statement timeout of 0 leaves statements unbounded (migrations: an index built on a large table
   // may rightly take minutes).
   const bounded = timeouts.statementTimeoutMs > 0;
@@ -52,11 +52,14 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     connectionString: parsed.toString(),
     options: settings.join(' '),
     connectionTimeoutMillis: timeouts.connectTimeoutMs,
-    ...(bounded ? { query_timeout: timeouts.statementTimeoutMs + 1000 } : {}),
     keepAlive: true,
   };
   let report: FailureReport = () => undefined;
-  const pool = openPgPool(clientConfig, (err) => report(err, 'an idle PostgreSQL connection ended; the pool opens a new one'));
+  const pool = openPgPool(
+    clientConfig,
+    (err) => report(err, 'an idle PostgreSQL connection ended; the pool opens a new one'),
+    bounded ? timeouts.statementTimeoutMs + 1000 : 0,
+  );
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
   let committedListener: (event: CommittedEvent) => void = () => undefined;

@@ -108,6 +108,11 @@ export class WriteSet implements Writes {
     return this.emergencyChanges.length === 0 && this.resolutionRows.length === 0;
   }
 
+  /** Whether every emergency and audit row recorded is `orgId`'s (an org's insert batch writes the org once). */
+  rowsAllOf(orgId: string): boolean {
+    return this.emergencyInserts.every((row) => row.org_id === orgId) && this.auditRows.every((row) => row.org_id === orgId);
+  }
+
   /** The events of each org, in the order they were appended. */
   eventsByOrg(): Map<string, EventInsert[]> {
     const byOrg = new Map<string, EventInsert[]>();

@@ -50,12 +50,11 @@ export function eventColumns(events: EventInsert[]) {
   };
 }
 
-/** Emergency rows as parallel arrays (every column as the service built it). */
+/** Emergency rows of one org as parallel arrays (every column as the service built it; the org travels once, as `org_id`). */
 export function emergencyColumns(rows: EmergencyInsert[]) {
   const column = <K extends keyof EmergencyInsert>(key: K) => rows.map((r) => r[key]);
   return {
     e_ids: column('id'),
-    e_org_ids: column('org_id'),
     e_statuses: column('status'),
     e_external_ids: column('external_id'),
     e_category_ids: column('category_id'),
@@ -75,20 +74,20 @@ export function emergencyColumns(rows: EmergencyInsert[]) {
 export const insertEmergenciesSql = (p: Param) => sql`
   insert into emergencies (id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at,
     declared_by, location, metadata, sequence, record, record_sequence)
-  select *, sequence from unnest(
-    ${p('e_ids')}::text[], ${p('e_org_ids')}::text[], ${p('e_statuses')}::text[], ${p('e_external_ids')}::text[], ${p('e_category_ids')}::text[],
+  select id, ${p('org_id')}, status, external_id, category_id, source, description, occurred_at, created_at, updated_at, declared_by,
+    location, metadata, sequence, record, sequence
+  from unnest(
+    ${p('e_ids')}::text[], ${p('e_statuses')}::text[], ${p('e_external_ids')}::text[], ${p('e_category_ids')}::text[],
     ${p('e_sources')}::text[], ${p('e_descriptions')}::text[], ${p('e_occurred_ats')}::text[], ${p('e_created_ats')}::text[],
     ${p('e_updated_ats')}::text[], ${p('e_declared_bys')}::text[], ${p('e_locations')}::text[], ${p('e_metadatas')}::text[],
     ${p('e_sequences')}::integer[], ${p('e_records')}::text[]
-  ) as e(id, org_id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at, declared_by,
+  ) as e(id, status, external_id, category_id, source, description, occurred_at, created_at, updated_at, declared_by,
     location, metadata, sequence, record)`;
 
-/** Audit rows as parallel arrays. */
 export function auditColumns(rows: AuditLogTable[]) {
   const column = <K extends keyof AuditLogTable>(key: K) => rows.map((r) => r[key]);
   return {
     a_ids: column('id'),
-    a_org_ids: column('org_id'),
     a_occurred_ats: column('occurred_at'),
     a_categories: column('event_category'),
     a_types: column('event_type'),
@@ -105,13 +104,14 @@ export function auditColumns(rows: AuditLogTable[]) {
 export const insertAuditSql = (p: Param) => sql`
   insert into audit_logs (id, org_id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type,
     resource_id, request_id, details)
-  select * from unnest(
-    ${p('a_ids')}::text[], ${p('a_org_ids')}::text[], ${p('a_occurred_ats')}::text[], ${p('a_categories')}::text[], ${p('a_types')}::text[],
+  select id, ${p('org_id')}, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type, resource_id,
+    request_id, details
+  from unnest(
+    ${p('a_ids')}::text[], ${p('a_occurred_ats')}::text[], ${p('a_categories')}::text[], ${p('a_types')}::text[],
     ${p('a_actor_types')}::text[], ${p('a_actor_ids')}::text[], ${p('a_actor_names')}::text[], ${p('a_resource_types')}::text[],
     ${p('a_resource_ids')}::text[], ${p('a_request_ids')}::text[], ${p('a_details')}::text[]
-  )`;
+  ) as a(id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type, resource_id, request_id, details)`;
 
-/** Stored answers of Idempotency-Keys as parallel arrays (zero or one per unit). */
 export function idempotencyColumns(rows: IdempotencyKeyTable[]) {
   const column = <K extends keyof IdempotencyKeyTable>(key: K) => rows.map((r) => r[key]);
   return {

@@ -34,6 +34,18 @@ const insertBatch = preparedQuery((db, p) =>
     ${appendedEventsResult}`.compile(db),
 );
 
+/**
+ * The same for a batch without Idempotency-Keys (most of them): eight empty arrays fewer to encode
+ * and send, and one insert fewer for PostgreSQL to plan and run.
+ */
+const insertBatchWithoutAnswers = preparedQuery((db, p) =>
+  sql<{ last_offset: string | number }>`
+    with emergency as (${insertEmergenciesSql(p)}),
+    audit as (${insertAuditSql(p)}),
+    ${appendEventsCtes(p)}
+    ${appendedEventsResult}`.compile(db),
+);
+
 interface Pending {
   writes: WriteSet;
   /** The stored answer of the unit's Idempotency-Key, written in the same statement. */
@@ -60,7 +72,7 @@ export class PgInsertBatcher {
 
   constructor(private readonly target: { db: Kysely<Database>; dialect: 'postgres'; pgPool: pg.Pool }) {}
 
-  /** Writes one unit whose events all belong to `orgId`; resolves with the highest offset its statement wrote. */
+  /** Writes one unit whose rows and events all belong to `orgId`; resolves with the highest offset its statement wrote. */
   write(orgId: string, writes: WriteSet, answer: IdempotencyKeyTable | null): Promise<number> {
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(orgId);
@@ -100,13 +112,17 @@ export class PgInsertBatcher {
 
   private async send(orgId: string, batch: Pending[]): Promise<number> {
     const all = <T>(rows: (w: WriteSet) => T[]) => batch.flatMap((pending) => rows(pending.writes));
-    const [result] = await insertBatch.execute(this.target, {
+    const answers = batch.flatMap((pending) => (pending.answer ? [pending.answer] : []));
+    const columns = {
       org_id: orgId,
       ...emergencyColumns(all((w) => w.emergencyInserts)),
       ...auditColumns(all((w) => w.auditRows)),
       ...eventColumns(all((w) => w.eventRows)),
-      ...idempotencyColumns(batch.flatMap((pending) => (pending.answer ? [pending.answer] : []))),
-    });
+    };
+    const [result] =
+      answers.length > 0
+        ? await insertBatch.execute(this.target, { ...columns, ...idempotencyColumns(answers) })
+        : await insertBatchWithoutAnswers.execute(this.target, columns);
     if (!result) throw new Error(`Organization ${orgId} does not exist.`);
     return Number(result.last_offset);
   }

@@ -109,10 +109,10 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
       const writes = new WriteSet();
       record(writes);
       const orgs = writes.eventsByOrg();
-      // New rows whose events are one org's (a declare): written with the org's other such units
+      // New rows of one org, with that org's events (a declare): written with the org's other such units
       // arriving at the same moment, by one statement. Anything else is an ordinary transaction.
-      if (writes.insertsOnly && orgs.size === 1) {
-        const [orgId] = orgs.keys();
+      const [orgId] = orgs.keys();
+      if (writes.insertsOnly && orgs.size === 1 && writes.rowsAllOf(orgId!)) {
         const scope = openScope(idempotency);
         const answer = idempotencyRow(scope, result);
         try {

@@ -25,26 +25,21 @@ const MAX_BATCH = 256;
  * statement, and one named statement serves every batch size because each column travels as one
  * array. The rows are the services' own: no rule is stated here.
  */
-const insertBatch = preparedQuery((db, p) =>
-  sql<{ last_offset: string | number }>`
-    with emergency as (${insertEmergenciesSql(p)}),
-    audit as (${insertAuditSql(p)}),
-    answers as (${insertIdempotencySql(p)}),
-    ${appendEventsCtes(p)}
-    ${appendedEventsResult}`.compile(db),
-);
-
+const batchStatement = (withAnswers: boolean) =>
+  preparedQuery((db, p) =>
+    sql<{ last_offset: string | number }>`
+      with emergency as (${insertEmergenciesSql(p)}),
+      audit as (${insertAuditSql(p)}),
+      ${withAnswers ? sql`answers as (${insertIdempotencySql(p)}),` : sql``}
+      ${appendEventsCtes(p)}
+      ${appendedEventsResult}`.compile(db),
+  );
+const insertBatch = batchStatement(true);
 /**
- * The same for a batch without Idempotency-Keys (most of them): eight empty arrays fewer to encode
- * and send, and one insert fewer for PostgreSQL to plan and run.
+ * A batch without Idempotency-Keys (most of them) leaves the answers insert out: eight empty arrays
+ * fewer to encode and send, and one insert fewer for PostgreSQL to plan and run.
  */
-const insertBatchWithoutAnswers = preparedQuery((db, p) =>
-  sql<{ last_offset: string | number }>`
-    with emergency as (${insertEmergenciesSql(p)}),
-    audit as (${insertAuditSql(p)}),
-    ${appendEventsCtes(p)}
-    ${appendedEventsResult}`.compile(db),
-);
+const insertBatchWithoutAnswers = batchStatement(false);
 
 interface Pending {
   writes: WriteSet;

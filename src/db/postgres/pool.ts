@@ -8,6 +8,9 @@ import { pgDriver } from './driver.js';
  * (620 KB promoted per scavenge against 150 KB without it, 11.5 against 8.4 µs of GC per declare,
  * `node --trace-gc-nvp` under bench/declare.ts load). One watchdog per pool reads this instead.
  */
+/** A pooled connection as the watchdog reads it. */
+type WatchedClient = pg.PoolClient & { busySince: number };
+
 function watchedClient(Client: typeof pg.Client): typeof pg.Client {
   return class extends Client {
     /** When the oldest query still waiting for its answer was sent (or the one before it answered); 0 when idle. */
@@ -64,16 +67,16 @@ function watchedClient(Client: typeof pg.Client): typeof pg.Client {
 export function openPgPool(config: pg.ClientConfig, onIdleError: (err: Error) => void, readTimeoutMs = 0, max = 10): pg.Pool {
   const driver = pgDriver();
   const pool = new driver.Pool({ ...config, max, Client: watchedClient(driver.Client) });
-  const clients = new Set<pg.PoolClient & { busySince: number }>();
+  const clients = new Set<WatchedClient>();
   pool.on('error', onIdleError);
   pool.on('connect', (client) => {
     // A connection that breaks while checked out (a query in flight when PostgreSQL stops) fails that
     // query, which its caller hears of; the pool listens for errors only on idle connections, and an
     // 'error' event nobody listens to would end the process.
     client.on('error', () => undefined);
-    clients.add(client as pg.PoolClient & { busySince: number });
+    clients.add(client as WatchedClient);
   });
-  pool.on('remove', (client) => clients.delete(client as pg.PoolClient & { busySince: number }));
+  pool.on('remove', (client) => clients.delete(client as WatchedClient));
   if (readTimeoutMs > 0) {
     // A server that stops answering altogether (frozen, unreachable) never sends the statement
     // timeout's error: a connection whose query has waited past the read timeout is destroyed, which

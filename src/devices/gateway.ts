@@ -122,7 +122,7 @@ export function startDeviceGateway(ctx: AppContext, server: Server, log: Fastify
     return stream;
   };
 
-  const unsubscribe = ctx.bus.onCommitted(({ orgId }) => streams.get(orgId)?.wake());
+  const unsubscribe = ctx.bus.onCommitted((event) => streams.get(event.orgId)?.wake(event));
 
   async function onUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());

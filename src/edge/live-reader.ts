@@ -1,5 +1,6 @@
 import type { DbHandle } from '../db/connect.js';
 import { eventsAfter, type StoredEvent } from '../db/reads.js';
+import type { CommittedEvent } from '../db/unit-of-work.js';
 
 /**
  * The live half of an org's stream, shared by the surfaces that push events (the device gateway's
@@ -26,11 +27,28 @@ export abstract class LiveReader<Member> {
   /** A read failed; the next wake-up or poll reads again. */
   protected abstract readFailed(err: unknown): void;
 
-  /** A commit happened (or may have): read what is new. */
-  wake(): void {
+  /**
+   * A commit happened (or may have): read what is new. A commit of this process that hands over its
+   * rows and continues right where the reader stands is delivered at once: the alert leaves before
+   * the declare's answer and without a read of what was just written.
+   */
+  wake(committed?: CommittedEvent): void {
     if (this.live.size === 0) return;
     if (this.running) {
       this.again = true;
+      return;
+    }
+    const rows = committed?.rows;
+    if (rows && rows.length > 0 && this.readOffset !== null && rows[0]!.offset === this.readOffset + 1) {
+      try {
+        for (const row of rows) {
+          this.deliver(row);
+          this.readOffset = row.offset;
+        }
+      } catch (err) {
+        // Never into the committer that told us: its write stands. The next wake-up or poll reads.
+        this.readFailed(err);
+      }
       return;
     }
     void this.pump();

@@ -111,7 +111,7 @@ export class BrowserStreams {
     bus: EventBus,
     private readonly onError: (err: unknown) => void,
   ) {
-    this.unsubscribe = bus.onCommitted(({ orgId }) => this.feeds.get(orgId)?.wake());
+    this.unsubscribe = bus.onCommitted((event) => this.feeds.get(event.orgId)?.wake(event));
     const poll = setInterval(() => {
       for (const [orgId, feed] of this.feeds) {
         if (feed.idle) this.feeds.delete(orgId);

@@ -68,6 +68,41 @@ describe('device gateway', () => {
     assert.ok(afterClose!.disconnectedAt);
   });
 
+  it('pushes concurrent declares and changes of one org in offset order, each frame the event stored at its offset', async () => {
+    // Concurrent declares of one org are committed together (SQLite's group commit, PostgreSQL's batched
+    // insert) and handed to the live reader with the offsets they took; changes commit on their own.
+    const { org, api, device } = await orgWithDevice();
+    const other = await createDevice(server.ctx, operatorCaller(), org.orgId, { name: 'Gate base station' });
+    const first = await connectDevice(server.wsUrl, device.token);
+    const second = await connectDevice(server.wsUrl, other.token);
+    const ids: string[] = [];
+    await runConcurrently(60, 20, async (i) => {
+      if (i % 4 === 3 && ids.length > 0) {
+        const res = await api.patch(`/orgs/${org.orgId}/emergencies/${ids[i % ids.length]}`, { categoryName: i % 8 === 3 ? 'Medical' : 'Fire' });
+        assert.ok(res.status === 200 || res.status === 409, `re-categorize answered ${res.status}`);
+        return;
+      }
+      const res = await api.post(`/orgs/${org.orgId}/emergencies`, { categoryName: 'Fire', description: `Concurrent ${i}` });
+      assert.equal(res.status, 201);
+      ids.push(res.body.emergencyId);
+    });
+    const stored = await server.ctx.db.db
+      .selectFrom('events')
+      .select(['stream_offset', 'payload'])
+      .where('org_id', '=', org.orgId)
+      .orderBy('stream_offset')
+      .execute();
+    assert.ok(stored.length >= 45, `${stored.length} events stored`);
+    for (const ws of [first, second]) {
+      await ws.until(() => ws.events.length >= stored.length, 5_000, `${stored.length} events`);
+      assert.deepEqual(
+        ws.events.map((e) => [e.offset, e.event]),
+        stored.map((r) => [Number(r.stream_offset), JSON.parse(r.payload)]),
+      );
+      await ws.close();
+    }
+  });
+
   it('keeps organizations apart', async () => {
     const a = await orgWithDevice('A');
     const b = await orgWithDevice('B');

@@ -67,7 +67,7 @@ export class PgInsertBatcher {
 
   constructor(private readonly target: { db: Kysely<Database>; dialect: 'postgres'; pgPool: pg.Pool }) {}
 
-  /** Writes one unit whose rows and events all belong to `orgId`; resolves with the highest offset its statement wrote. */
+  /** Writes one unit whose rows and events all belong to `orgId`; resolves with the offset of its last event. */
   write(orgId: string, writes: WriteSet, answer: IdempotencyKeyTable | null): Promise<number> {
     return new Promise((resolve, reject) => {
       const queue = this.waiting.get(orgId);
@@ -86,8 +86,12 @@ export class PgInsertBatcher {
     while (queue.length > 0) {
       const batch = queue.splice(0, MAX_BATCH);
       try {
-        const lastOffset = await this.send(orgId, batch);
-        for (const pending of batch) pending.resolve(lastOffset);
+        // The statement gave the batch's events the offsets up to its last, in the batch's order.
+        let offset = (await this.send(orgId, batch)) - batch.reduce((n, pending) => n + pending.writes.eventRows.length, 0);
+        for (const pending of batch) {
+          offset += pending.writes.eventRows.length;
+          pending.resolve(offset);
+        }
       } catch (err) {
         if (batch.length === 1 || !refusedBeforeCommit(err)) {
           for (const pending of batch) pending.reject(err);

@@ -3,7 +3,7 @@ import type { SqliteStatements } from '../handle.js';
 import { preparedQuery } from '../prepared.js';
 import { IdempotencyKeyTaken, isIdempotencyKeyConflict } from '../idempotency.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
-import type { CommittedEvent, LockedEmergency, WriteSet } from '../unit-of-work.js';
+import { type CommittedEvent, committedEvents, type LockedEmergency, type WriteSet } from '../unit-of-work.js';
 import type { BatchEventOffsets } from './event-offsets.js';
 
 /** Where the statements of a group-commit job run: the batch's transaction, straight on its connection. */
@@ -114,14 +114,18 @@ export function sendWrites(connection: JobConnection, writes: WriteSet, offsets:
   for (const { orgId, id, change } of writes.emergencyChanges) updateEmergency.runNow(connection, { ...change, org_id: orgId, id });
   for (const row of writes.resolutionRows) insertResolution.runNow(connection, { ...row });
   for (const row of writes.auditRows) insertAudit.runNow(connection, { ...row });
-  const last = new Map<string, number>();
-  for (const event of writes.eventRows) {
-    const offset = offsets.next(event.org_id);
-    if (offset === null) throw new Error(`Organization ${event.org_id} does not exist.`);
-    insertEvent.runNow(connection, { ...event, stream_offset: offset });
-    last.set(event.org_id, offset);
+  const committed: CommittedEvent[] = [];
+  for (const [orgId, events] of writes.eventsByOrg()) {
+    let offset = 0;
+    for (const event of events) {
+      const next = offsets.next(orgId);
+      if (next === null) throw new Error(`Organization ${orgId} does not exist.`);
+      insertEvent.runNow(connection, { ...event, stream_offset: next });
+      offset = next;
+    }
+    committed.push(committedEvents(orgId, events, offset));
   }
-  return [...last].map(([orgId, offset]) => ({ orgId, offset }));
+  return committed;
 }
 
 const insertAnswer = preparedQuery((db, p) =>

@@ -6,8 +6,9 @@ export type { CommittedEvent };
 
 /**
  * Wakes readers of the event table (device gateway, webhook dispatcher) when a transaction that
- * wrote events has committed. It carries only the org and offset: readers always read the committed
- * rows themselves, so a lost or duplicated wake-up never loses or duplicates an event.
+ * wrote events has committed. It carries the org and offset, and for this process's own commits the
+ * rows: a reader takes them only when they continue exactly where it stands, and reads the committed
+ * rows itself otherwise, so a lost or duplicated wake-up never loses or duplicates an event.
  */
 export class EventBus {
   private readonly emitter = new EventEmitter();

@@ -3,13 +3,9 @@ import fastifySwagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, jsonSchemaTransformObject, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Config } from './config.js';
 import type { AppContext } from './context.js';
-import { openDatabase } from './db/connect.js';
-import { attachmentStoreFromConfig } from './domain/attachments/store-from-config.js';
 import { migrationsApplied } from './db/migrate.js';
 import { API_VERSION } from './domain/events/append.js';
-import { EventBus } from './domain/events/bus.js';
 import { KeyAuthenticator } from './domain/keys/authenticator.js';
 import { ADMIN_KEYS, type KeyGate, PUBLIC_API_KEYS, requireKey } from './edge/auth.js';
 import { adminDocument, type OpenApiDocument, publicDocument } from './http/openapi-documents.js';
@@ -28,15 +24,12 @@ import { installErrorHandling } from './http/errors-plugin.js';
 import { clientErrorHandler, frameworkErrorHandler } from './http/framework-errors.js';
 import { directoryRoutes } from './http/routes/directory.js';
 import { emergencyRoutes } from './http/routes/emergencies.js';
-import { deviceAckLags, unacknowledgedDevices } from './domain/devices/receipt-gauges.js';
 import { feedRoutes } from './http/routes/feed.js';
 import { RateLimiter } from './edge/rate-limit.js';
 import { messageRoutes } from './http/routes/messages.js';
 import { zodValidatorCompiler } from './http/validation.js';
 import { mcpRoutes } from './mcp/plugin.js';
 import { DeferredChildLogger } from './observability/deferred-logger.js';
-import { Metrics } from './observability/metrics.js';
-import { OutageLog } from './observability/outage-log.js';
 
 export const API_PREFIX = '/api/public/v1';
 
@@ -54,25 +47,8 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** /readyz answers within this time whatever the database does. */
 const READINESS_TIMEOUT_MS = 1000;
 
-export function createContext(config: Config): AppContext {
-  const db = openDatabase(config.DATABASE_URL, {
-    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
-    connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
-  });
-  const bus = new EventBus();
-  // Every commit that advanced an org's stream wakes that stream's readers in this process.
-  db.onCommitted((event) => bus.committed(event));
-  const metrics = new Metrics();
-  metrics.readReceiptsWith({ ackLags: () => deviceAckLags(db.db), unacknowledged: () => unacknowledgedDevices(db.db) });
-  return {
-    db,
-    config,
-    bus,
-    dbOutage: new OutageLog('the database'),
-    metrics,
-    attachments: attachmentStoreFromConfig(config),
-  };
-}
+/** Kept here for the callers that build the app and its context together. */
+export { createContext } from './create-context.js';
 
 export type AppServices = KeyGate;
 

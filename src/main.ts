@@ -1,9 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { createContext } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import type { AppContext } from './context.js';
-import { migrateToLatest } from './db/migrate.js';
 import { parseArgsOptions, UsageError } from './cli/command.js';
 import { commandHelp, findCommand, groupHelp, isGroup, nearestGroup, suggestion, synopsis } from './cli/help.js';
 import { formatResult } from './cli/output.js';
@@ -71,6 +69,8 @@ async function main(argv: string[]): Promise<number> {
   let ctx: AppContext | undefined;
   try {
     if (!command.standalone) {
+      // Loaded only now: --version, help and usage errors answer without opening anything.
+      const [{ createContext }, { migrateToLatest }] = await Promise.all([import('./create-context.js'), import('./db/migrate.js')]);
       ctx = createContext(loadConfig());
       // Admin commands apply pending migrations first; `migrate` applies them itself and reports them.
       if (command.migrateFirst !== false) {

@@ -1,7 +1,6 @@
 import { operatorCaller } from '../domain/access/principal.js';
 import { createDevice, listDevices, revokeDevice } from '../domain/devices/service.js';
 import { type CliCommand, requireOption, UsageError } from './command.js';
-import { simulateDevice } from './device-simulator.js';
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
@@ -59,6 +58,8 @@ export const deviceCommands: Record<string, CliCommand> = {
         if (typeof values.after !== 'string' || !/^\d{1,15}$/.test(values.after)) throw new UsageError('--after must be a non-negative integer');
         after = Number(values.after);
       }
+      // The WebSocket client is loaded by this command only.
+      const { simulateDevice } = await import('./device-simulator.js');
       await simulateDevice({ url, token, after, json: process.argv.includes('--json') });
       return undefined;
     },

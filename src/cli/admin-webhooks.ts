@@ -10,7 +10,7 @@ import {
   setSubscriptionStatus,
 } from '../domain/webhooks/service.js';
 import type { AppContext } from '../context.js';
-import { type PingResult, sendTestPing } from '../delivery/ping.js';
+import type { PingResult } from '../delivery/ping.js';
 import { checkWebhookUrl } from '../domain/outbound/webhook-url.js';
 import { AppError } from '../errors.js';
 import { type CliCommand, type CliPositional, listAll, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
@@ -129,7 +129,8 @@ export const webhookCommands: Record<string, CliCommand> = {
   'admin webhook test': {
     summary: 'send a signed webhook.ping now and print the outcome (exit code 1 when it failed)',
     positionals: ID,
-    run: ({ ctx, positionals }) => sendTestPing(ctx, operatorCaller(), positionals[0]!),
+    // The HTTP client is loaded by this command only.
+    run: async ({ ctx, positionals }) => (await import('../delivery/ping.js')).sendTestPing(ctx, operatorCaller(), positionals[0]!),
     failure: (result: PingResult) =>
       result.outcome === 'succeeded'
         ? null

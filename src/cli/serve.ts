@@ -1,8 +1,7 @@
-import { createContext } from '../app.js';
+import { createContext } from '../create-context.js';
 import { loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { migrations } from '../db/migrations/index.js';
-import { startServer } from '../server.js';
 import type { CliCommand } from './command.js';
 import { provisionDemo } from './demo.js';
 
@@ -20,6 +19,8 @@ export const serveCommands: Record<string, CliCommand> = {
       const ctx = createContext(config);
       await migrateToLatest(ctx.db);
       const demo = values.demo ? await provisionDemo(ctx) : null;
+      // The web stack is loaded by this command only, not by every command of the CLI.
+      const { startServer } = await import('../server.js');
       const server = await startServer(config, ctx);
       if (demo) {
         const base = `${server.url}/api/public/v1`;

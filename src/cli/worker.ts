@@ -1,11 +1,10 @@
 import { pino } from 'pino';
 import { loggerOptions } from '../observability/log-format.js';
-import { createContext } from '../app.js';
+import { createContext } from '../create-context.js';
 import { loadConfig } from '../config.js';
 import type { FailureReport } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { startPgEventListener } from '../db/postgres/listener.js';
-import { Dispatcher } from '../delivery/dispatcher.js';
 import { describeError } from '../delivery/log.js';
 import type { CliCommand } from './command.js';
 import { UsageError } from './command.js';
@@ -46,6 +45,8 @@ export const workerCommands: Record<string, CliCommand> = {
       const reportFailure: FailureReport = (err, consequence) => logger.error(describeError(err), consequence);
       ctx.db.reportFailures(reportFailure);
       ctx.dbOutage.attach(logger);
+      // The delivery machinery is loaded by this command only.
+      const { Dispatcher } = await import('../delivery/dispatcher.js');
       const dispatcher = new Dispatcher(ctx, { ...options, logger });
       // On PostgreSQL, NOTIFYs from the instances that write events wake this worker at once.
       const stopListener = startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure);

@@ -92,8 +92,8 @@ describe('architecture', () => {
 
   it('the checks above see the imports they judge', () => {
     // A guard for the guards: the scanner must find known imports, or every check above passes vacuously.
-    const app = files.find((f) => f.path === 'app.ts')!;
-    assert.ok(importsOf(app.file).includes('db/connect.ts'));
+    const context = files.find((f) => f.path === 'create-context.ts')!;
+    assert.ok(importsOf(context.file).includes('db/connect.ts'));
     assert.ok(files.filter((f) => f.path.startsWith('domain/')).length > 30);
   });
 });

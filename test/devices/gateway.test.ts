@@ -14,6 +14,11 @@ describe('device gateway', () => {
   });
   after(() => server.close());
 
+  /** The org's events as stored, in offset order: what every device of the org must have been sent. */
+  function storedEvents(orgId: string) {
+    return server.ctx.db.db.selectFrom('events').select(['stream_offset', 'payload']).where('org_id', '=', orgId).orderBy('stream_offset').execute();
+  }
+
   async function orgWithDevice(name = 'Lobby base station') {
     const org = await createOrgTree(server.ctx);
     const { key } = await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId });
@@ -45,12 +50,7 @@ describe('device gateway', () => {
     assert.equal(first.event.orgId, org.orgId);
     assert.equal(first.event.data.emergency.description, 'Smoke on floor 2');
     assert.equal(first.event.data.emergency.category.name, 'Fire');
-    const stored = await server.ctx.db.db
-      .selectFrom('events')
-      .select(['stream_offset', 'payload'])
-      .where('org_id', '=', org.orgId)
-      .orderBy('stream_offset')
-      .execute();
+    const stored = await storedEvents(org.orgId);
     assert.deepEqual(
       ws.events.map((e) => e.event),
       stored.map((r) => JSON.parse(r.payload)),
@@ -86,12 +86,7 @@ describe('device gateway', () => {
       assert.equal(res.status, 201);
       ids.push(res.body.emergencyId);
     });
-    const stored = await server.ctx.db.db
-      .selectFrom('events')
-      .select(['stream_offset', 'payload'])
-      .where('org_id', '=', org.orgId)
-      .orderBy('stream_offset')
-      .execute();
+    const stored = await storedEvents(org.orgId);
     assert.ok(stored.length >= 45, `${stored.length} events stored`);
     for (const ws of [first, second]) {
       await ws.until(() => ws.events.length >= stored.length, 5_000, `${stored.length} events`);

@@ -42,10 +42,12 @@ function median(xs: number[]): number {
 }
 
 const figure = (v: number) => (Math.abs(v) >= 100 ? Math.round(v).toLocaleString('en-US') : Number(v.toPrecision(3)).toString());
-const ratios = (rows: Row[]) => {
+/** The median of the rows' same-run ratios; NaN when none has one. */
+const ratioOf = (rows: Row[]) => {
   const known = rows.map((r) => r.ratio).filter((x): x is number => typeof x === 'number');
-  return known.length ? `${figure(median(known))}×` : '—';
+  return known.length ? median(known) : Number.NaN;
 };
+const ratios = (rows: Row[]) => (Number.isNaN(ratioOf(rows)) ? '—' : `${figure(ratioOf(rows))}×`);
 
 const before = side(values.before);
 const after = side(values.after);
@@ -65,7 +67,6 @@ for (const [key, afterRows] of after) {
   const change = a / b;
   // A row whose value is a rival's figure (the best peer's p99 against the gateway's) is judged by its ratio.
   const byRatio = metric!.startsWith("best peer's");
-  const ratioOf = (rows: Row[]) => median(rows.map((r) => r.ratio ?? Number.NaN));
   const better = byRatio ? ratioOf(afterRows) >= ratioOf(beforeRows) : higherIsBetter ? change >= 1 : change <= 1;
   const statuses = (rows: Row[]) => [...new Set(rows.map((r) => r.status))].join('/');
   lines.push(

@@ -1,7 +1,6 @@
 import type { DbHandle } from './handle.js';
 import { preparedQuery } from './prepared.js';
 import type { IdempotencyKeyTable } from './types.js';
-import type { CommittedRow } from './unit-of-work.js';
 
 /**
  * The reads of the hot paths, as prepared queries: on SQLite they run on the connection at once when
@@ -16,8 +15,11 @@ export async function emergencyRecordById(handle: DbHandle, orgId: string, id: s
   return row?.record ?? undefined;
 }
 
-/** An event read from the org's stream (the same shape a commit hands its readers). */
-export type StoredEvent = CommittedRow;
+export interface StoredEvent {
+  offset: number;
+  payload: string;
+  createdAtMs: number;
+}
 
 const eventsAfterQuery = preparedQuery((db, p) =>
   db

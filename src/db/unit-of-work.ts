@@ -17,34 +17,18 @@ export type EmergencyChange = Pick<EmergencyTable, 'status' | 'category_id' | 's
 /** An event without its stream offset: the adapter gives it the org's next offset when it is written. */
 export type EventInsert = Omit<EventTable, 'stream_offset'>;
 
-/** An event of an org's stream as its readers get it: committed, at its offset. */
-export interface CommittedRow {
-  offset: number;
-  payload: string;
-  createdAtMs: number;
-}
-
 /** A commit that wrote events of an org: what readers of the org's stream are woken up with. */
 export interface CommittedEvent {
   orgId: string;
   /** The highest offset the commit wrote for the org. */
   offset: number;
   /**
-   * The org's events the commit wrote, in offset order and ending at `offset`, when the writer has
-   * them at hand (never in a wake-up from another instance): a reader of this process that has read
-   * up to the first one's predecessor delivers them at once instead of reading them back.
+   * The org's events the commit wrote, in offset order and ending at `offset`, as the service
+   * recorded them, when the writer has them at hand (never in a wake-up from another instance): a
+   * reader of this process that has read up to the first one's predecessor delivers them at once
+   * instead of reading them back. Nothing is built from them unless a reader takes them.
    */
-  rows?: readonly CommittedRow[];
-}
-
-/** The wake-up for one org's `events`, written in this order, the last of them at `lastOffset`. */
-export function committedEvents(orgId: string, events: readonly EventInsert[], lastOffset: number): CommittedEvent {
-  const first = lastOffset - events.length + 1;
-  return {
-    orgId,
-    offset: lastOffset,
-    rows: events.map((event, i) => ({ offset: first + i, payload: event.payload, createdAtMs: Date.parse(event.created_at) })),
-  };
+  written?: readonly EventInsert[];
 }
 
 /**

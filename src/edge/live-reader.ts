@@ -38,12 +38,13 @@ export abstract class LiveReader<Member> {
       this.again = true;
       return;
     }
-    const rows = committed?.rows;
-    if (rows && rows.length > 0 && this.readOffset !== null && rows[0]!.offset === this.readOffset + 1) {
+    const written = committed?.written;
+    let offset = this.readOffset;
+    if (written && written.length > 0 && offset !== null && committed!.offset - written.length === offset) {
       try {
-        for (const row of rows) {
-          this.deliver(row);
-          this.readOffset = row.offset;
+        for (const event of written) {
+          this.deliver({ offset: ++offset, payload: event.payload, createdAtMs: Date.parse(event.created_at) });
+          this.readOffset = offset;
         }
       } catch (err) {
         // Never into the committer that told us: its write stands. The next wake-up or poll reads.

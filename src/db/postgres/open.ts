@@ -3,7 +3,7 @@ import type pg from 'pg';
 import type { DatabaseTimeouts, DbHandle, FailureReport } from '../handle.js';
 import { IdempotencyKeyTaken, type IdempotencyScope, idempotencyRow, isIdempotencyKeyConflict, openScope } from '../idempotency.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
-import { type CommittedEvent, committedEvents, type UnitOfWork, type Writes, WriteSet } from '../unit-of-work.js';
+import { type CommittedEvent, type UnitOfWork, type Writes, WriteSet } from '../unit-of-work.js';
 import { openPgPool } from './pool.js';
 import { PgInsertBatcher } from './insert-batcher.js';
 import { PgCommitNotifier } from './notifier.js';
@@ -118,7 +118,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
         try {
           const offset = await batcher.write(orgId!, writes, answer);
           if (scope && answer) scope.stored = true;
-          announce([committedEvents(orgId!, writes.eventRows, offset)]);
+          announce([{ orgId: orgId!, offset, written: writes.eventRows }]);
         } catch (err) {
           if (scope && isIdempotencyKeyConflict(err)) throw new IdempotencyKeyTaken(scope.apiKeyId, scope.key);
           throw err;

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import { preparedQuery } from '../prepared.js';
 import type { Database } from '../types.js';
-import { type CommittedEvent, committedEvents, type LockedEmergency, type WriteSet } from '../unit-of-work.js';
+import type { CommittedEvent, LockedEmergency, WriteSet } from '../unit-of-work.js';
 import { appendedEventsResult, appendEventsCtes, eventColumns } from './events.js';
 
 const appendEvents = preparedQuery((db, p) => sql<{ last_offset: string | number }>`with ${appendEventsCtes(p)} ${appendedEventsResult}`.compile(db));
@@ -40,7 +40,7 @@ export async function sendWrites(trx: Kysely<Database>, writes: WriteSet): Promi
     const query = appendEvents.bind({ db: trx, dialect: 'postgres' }, { org_id: orgId, ...eventColumns(events) });
     const [result] = (await trx.executeQuery(query)).rows;
     if (!result) throw new Error(`Organization ${orgId} does not exist.`);
-    committed.push(committedEvents(orgId, events, Number(result.last_offset)));
+    committed.push({ orgId, offset: Number(result.last_offset), written: events });
   }
   return committed;
 }

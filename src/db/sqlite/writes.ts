@@ -3,7 +3,7 @@ import type { SqliteStatements } from '../handle.js';
 import { preparedQuery } from '../prepared.js';
 import { IdempotencyKeyTaken, isIdempotencyKeyConflict } from '../idempotency.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
-import { type CommittedEvent, committedEvents, type LockedEmergency, type WriteSet } from '../unit-of-work.js';
+import type { CommittedEvent, LockedEmergency, WriteSet } from '../unit-of-work.js';
 import type { BatchEventOffsets } from './event-offsets.js';
 
 /** Where the statements of a group-commit job run: the batch's transaction, straight on its connection. */
@@ -123,7 +123,7 @@ export function sendWrites(connection: JobConnection, writes: WriteSet, offsets:
       insertEvent.runNow(connection, { ...event, stream_offset: next });
       offset = next;
     }
-    committed.push(committedEvents(orgId, events, offset));
+    committed.push({ orgId, offset, written: events });
   }
   return committed;
 }

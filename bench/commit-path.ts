@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { openTwoInsertDb } from './baselines/two-insert-db.js';
 import { ROOT } from './lib/harness.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -62,32 +63,14 @@ async function measureService(dist: string, dir: string): Promise<Measured> {
   return { oneAtATimeUs, groupUs };
 }
 
-/** The floor: better-sqlite3 with the service's settings, two inserts of about a declare's size per transaction. */
+/** The floor: two inserts of about a declare's size per transaction (bench/baselines/two-insert-db.ts). */
 async function measureBare(dir: string): Promise<Measured> {
-  const { default: Database } = await import('better-sqlite3');
-  const db = new Database(join(dir, 'bare.db'));
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.exec('create table emergencies (id text primary key, org_id text not null, record text not null)');
-  db.exec('create table events (id text primary key, org_id text not null, stream_offset integer not null, payload text not null)');
-  db.exec('create unique index events_org_offset on events (org_id, stream_offset)');
-  const insertEmergency = db.prepare('insert into emergencies values (?, ?, ?)');
-  const insertEvent = db.prepare('insert into events values (?, ?, ?, ?)');
-  const begin = db.prepare('begin immediate');
-  const commit = db.prepare('commit');
-  const record = JSON.stringify({ description: 'bench', location: { floorId: '3' }, padding: 'x'.repeat(600) });
-  let offset = 0;
-  const insertPair = () => {
-    offset++;
-    insertEmergency.run(crypto.randomUUID(), 'org', record);
-    insertEvent.run(crypto.randomUUID(), 'org', offset, record);
-  };
-  // One at a time: a commit per pair, with the same hop to the event loop a batch of one takes.
+  const { db, twoInserts, pairs } = openTwoInsertDb(join(dir, 'bare.db'));
+  const body = JSON.stringify({ description: 'bench', location: { floorId: '3' }, padding: 'x'.repeat(600) });
+  // One at a time: a transaction per pair, after the same hop to the event loop a batch of one takes.
   const one = async () => {
     await new Promise((resolve) => setImmediate(resolve));
-    begin.run();
-    insertPair();
-    commit.run();
+    twoInserts(body);
   };
   for (let i = 0; i < DECLARES / 5; i++) await one();
   let start = now();
@@ -96,9 +79,7 @@ async function measureBare(dir: string): Promise<Measured> {
   start = now();
   for (let round = 0; round < DECLARES / GROUP; round++) {
     await new Promise((resolve) => setImmediate(resolve));
-    begin.run();
-    for (let i = 0; i < GROUP; i++) insertPair();
-    commit.run();
+    pairs(body, GROUP);
   }
   const groupUs = perItemUs(start, DECLARES);
   db.close();

@@ -2,7 +2,7 @@
  * `npm run bench`: every scenario of bench/scenarios.ts on SQLite and, when PostgreSQL is configured or
  * reachable, on PostgreSQL; prints one table and writes bench/results.json, bench/results.svg (the chart) and bench/results.md (the table in Markdown).
  *
- *   npm run bench                      BENCH_DURATION (default 6) seconds per measurement; ~8 minutes for both databases
+ *   npm run bench                      BENCH_DURATION (default 6) seconds per measurement; ~18 minutes for both databases
  *   npm run bench -- --quick           2 s per measurement and smaller fan-outs: a smoke run of the whole suite
  *   npm run bench -- --only declare,mcp --db sqlite
  *

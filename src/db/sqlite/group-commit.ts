@@ -113,12 +113,7 @@ export class SqliteGroupCommitter {
         await this.db.transaction().execute(async (trx) => {
           const connection: JobConnection = { db: trx, dialect: 'sqlite', sqliteDirect: () => this.statements };
           this.offsets.begin();
-          if (batch.length === 1) {
-            // Alone in its batch: an ordinary transaction, rolled back whole if it throws.
-            outcomes.push({ job: batch[0]!, ok: true, ...(await this.runJob(connection, batch[0]!)) });
-          } else {
-            for (const job of batch) outcomes.push(await this.runInSavepoint(connection, job));
-          }
+          for (const job of batch) outcomes.push(await this.runInBatch(connection, job, batch.length));
           this.offsets.flush();
         });
     } catch (error) {
@@ -156,8 +151,7 @@ export class SqliteGroupCommitter {
     this.begin.run();
     try {
       this.offsets.begin();
-      if (batch.length === 1) outcomes.push({ job: batch[0]!, ok: true, ...(this.runJob(connection, batch[0]!) as JobDone) });
-      else for (const job of batch) outcomes.push(this.runInSavepoint(connection, job) as Outcome);
+      for (const job of batch) outcomes.push(this.runInBatch(connection, job, batch.length) as Outcome);
       this.offsets.flush();
       this.commit.run();
     } catch (error) {
@@ -167,9 +161,16 @@ export class SqliteGroupCommitter {
   }
 
   /**
-   * Runs one job on the batch's transaction: its reads at once, then its recorded writes, with the
-   * batch's offsets. Statements run straight on the connection (the batch holds Kysely's lock on it).
+   * One job of a batch of `size`: alone, an ordinary transaction, rolled back whole if it throws (its
+   * error fails the batch); among others, under its own savepoint. Synchronous for a recorded job.
    */
+  private runInBatch(connection: JobConnection, job: Job, size: number): Outcome | Promise<Outcome> {
+    if (size > 1) return this.runInSavepoint(connection, job);
+    const done = this.runJob(connection, job);
+    const succeeded = (value: JobDone): Outcome => ({ job, ok: true, ...value });
+    return done instanceof Promise ? done.then(succeeded) : succeeded(done);
+  }
+
   /**
    * Runs one job on the batch's transaction: its reads at once, then its recorded writes, with the
    * batch's offsets. A recorded job runs synchronously (see commitRecorded); one that reads, in

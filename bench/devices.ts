@@ -40,6 +40,8 @@
  *     then checks that every device's acknowledged offset reached the last event
  *   BENCH_SERVER_NODE_ARGS: extra node flags for the server child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to
  *     profile the gateway under the benchmark
+ *   BENCH_GATEWAY_PRELOAD=N: N declares on another org of the server (no devices) before the gateway's rounds at each
+ *     count, so its declare path runs optimized code as on a server that has been taking traffic (see `preload`)
  *   BENCH_JSON=path writes the results as JSON (read by bench/run-all.ts)
  * Targets: p99 < 5 ms; >= 20,000 idle devices per GiB.
  */
@@ -88,6 +90,8 @@ const BASELINE_LABEL = [
 const JETSTREAM_STORAGE = process.env.BENCH_JETSTREAM_STORAGE === 'memory' ? 'memory' : 'file';
 const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
 const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
+/** Declares on another org before the gateway's rounds at each count (see `preload`); 0 (default): none. */
+const PRELOAD = Number(process.env.BENCH_GATEWAY_PRELOAD ?? 0);
 /** Processes the measuring devices are spread over (see bench/lib/device-swarm.ts). */
 const READERS = Number(process.env.BENCH_READERS ?? 2);
 /** About the size of an emergency.declared frame as the benchmark declares it; measured in the run (`frameSize`). */
@@ -489,6 +493,7 @@ async function gatewayContender(name: string, label: string, server: ServerChild
   let base = 0;
   const sendTimes: number[] = [];
   const declarer = await openDeclarer(server.url, orgId, key);
+  let preloaded = PRELOAD === 0;
   return {
     name,
     label,
@@ -497,6 +502,10 @@ async function gatewayContender(name: string, label: string, server: ServerChild
     swarm,
     sendTimes,
     async send(round) {
+      if (!preloaded) {
+        preloaded = true;
+        await preload(server, ctx);
+      }
       const t0 = monotonicMs();
       const t1 = await declarer.declare();
       if (round > 0) sendTimes.push(t1 - t0);
@@ -509,6 +518,20 @@ async function gatewayContender(name: string, label: string, server: ServerChild
       await swarm.close();
     },
   };
+}
+
+/**
+ * BENCH_GATEWAY_PRELOAD declares, back to back, on another org of the server (one without devices): the declare
+ * path then runs code V8 has optimized, as on a server that has been taking traffic. After the 20 warm-up rounds
+ * alone it still runs most of it in the interpreter and baseline tiers (V8 optimizes a function after some hundreds
+ * of calls, and some hundreds more after its inline caches last changed).
+ */
+async function preload(server: ServerChild, ctx: AppContext): Promise<void> {
+  const other = await provision(ctx, 0);
+  const declarer = await openDeclarer(server.url, other.orgId, other.key);
+  for (let i = 0; i < PRELOAD; i++) await declarer.declare();
+  declarer.close();
+  await sleep(1000);
 }
 
 async function floorContender(name: string, label: string, server: FloorServer, devices: number, bytes: number): Promise<Contender> {

@@ -39,7 +39,8 @@
  *     so the gateway's ack recording (batched flushes every second) runs during the latency measurement; the run
  *     then checks that every device's acknowledged offset reached the last event
  *   BENCH_SERVER_NODE_ARGS: extra node flags for the server child, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" to
- *     profile the gateway under the benchmark
+ *     profile the gateway under the benchmark, or "--trace-opt --trace-deopt" to see what V8 optimizes (with flags,
+ *     the server's stdout is shown)
  *   BENCH_GATEWAY_PRELOAD=N: N declares on another org of the server (no devices) before the gateway's rounds at each
  *     count, so its declare path runs optimized code as on a server that has been taking traffic (see `preload`)
  *   BENCH_JSON=path writes the results as JSON (read by bench/run-all.ts)
@@ -154,7 +155,8 @@ async function startServerChild(databaseUrl: string, extraEnv: Record<string, st
   const port = await freePort();
   const child = spawn(process.execPath, [...SERVER_NODE_ARGS, bin, 'serve'], {
     env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000', ...extraEnv },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    // With node flags of its own (a trace such as --trace-opt prints on stdout), the server's stdout is shown too.
+    stdio: ['ignore', SERVER_NODE_ARGS.length > 0 ? 'inherit' : 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {

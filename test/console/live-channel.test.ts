@@ -30,7 +30,8 @@ describe('operator console live channel', () => {
     });
     // A live event first, so the channel has an offset to resume from.
     const during = await f.api.post(`${orgPath}/emergencies`, { categoryName: 'Medical', description: 'while live' });
-    await page.getByRole('link', { name: /while live/ }).waitFor({ timeout: 2000 });
+    // Generous: a limit on how long the page may take, not a latency target (the suite shares two cores with the browser).
+    await page.getByRole('link', { name: /while live/ }).waitFor({ timeout: 10_000 });
     const { body: feed } = await f.api.get(`${orgPath}/events?limit=1`);
     const lastOffset: number = feed.lastOffset;
     assert.ok(lastOffset >= 2);

@@ -35,6 +35,8 @@
  *   BENCH_BASELINE_SERVER_BIN=path: that second server child runs this entry point instead (bin/emergency-api.js of
  *     another checkout, built: e.g. the tree before a gateway change); with BENCH_BASELINE_FAN_OUT_THREADS= (empty)
  *     it runs with its own defaults
+ *   BENCH_BASELINE_SERVER_NODE_ARGS="flags": that second server child runs with these node flags instead of
+ *     BENCH_SERVER_NODE_ARGS (with BENCH_BASELINE_FAN_OUT_THREADS= empty: a V8 flag's before/after in one run)
  *   BENCH_DEVICE_ACK=1: the measuring devices acknowledge every event frame they read ({"type":"ack","offset":N}),
  *     so the gateway's ack recording (batched flushes every second) runs during the latency measurement; the run
  *     then checks that every device's acknowledged offset reached the last event
@@ -43,6 +45,11 @@
  *     the server's stdout is shown)
  *   BENCH_GATEWAY_PRELOAD=N: N declares on another org of the server (no devices) before the gateway's rounds at each
  *     count, so its declare path runs optimized code as on a server that has been taking traffic (see `preload`)
+ *   BENCH_PHASES=1: the gateway's server child also records, per declare, when Node parsed the request, when
+ *     Fastify called the handler, when the event committed and when its frame was on every socket (diagnostics
+ *     channels, bench/lib/phase-trace.mjs); the run splits declare → frame at those moments
+ *   BENCH_SINGLE_PAUSE_MS (default 5): the pause after each declare of the 1-device baseline (0: the next declare
+ *     follows at once, so the server never idles between them)
  *   BENCH_JSON=path writes the results as JSON (read by bench/run-all.ts)
  * Targets: p99 < 5 ms; >= 20,000 idle devices per GiB.
  */
@@ -81,9 +88,12 @@ const MQTT_PORT = Number(process.env.BENCH_MQTT_PORT ?? 1883);
 const NATS_PORT = Number(process.env.BENCH_NATS_PORT ?? 4222);
 const BASELINE_FAN_OUT_THREADS = process.env.BENCH_BASELINE_FAN_OUT_THREADS ?? '0';
 const BASELINE_SERVER_BIN = process.env.BENCH_BASELINE_SERVER_BIN ?? '';
+/** Node flags of that second server child instead of BENCH_SERVER_NODE_ARGS (unset: the same). */
+const BASELINE_SERVER_NODE_ARGS = process.env.BENCH_BASELINE_SERVER_NODE_ARGS;
 /** How the second server child differs from the first. */
 const BASELINE_LABEL = [
   BASELINE_SERVER_BIN ? `server ${BASELINE_SERVER_BIN}` : '',
+  BASELINE_SERVER_NODE_ARGS !== undefined ? `node flags "${BASELINE_SERVER_NODE_ARGS}"` : '',
   BASELINE_FAN_OUT_THREADS !== '' ? `DEVICE_FAN_OUT_THREADS=${BASELINE_FAN_OUT_THREADS}` : '',
 ]
   .filter(Boolean)
@@ -93,6 +103,11 @@ const IDLE_DEVICES = Number(process.env.BENCH_IDLE_DEVICES ?? 10_000);
 const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
 /** Declares on another org before the gateway's rounds at each count (see `preload`); 0 (default): none. */
 const PRELOAD = Number(process.env.BENCH_GATEWAY_PRELOAD ?? 0);
+/** Pause after each declare of the 1-device baseline run, so the server idles between declares as between rounds. */
+const SINGLE_PAUSE_MS = Number(process.env.BENCH_SINGLE_PAUSE_MS ?? 5);
+/** Records the phases of each declare inside the gateway's server child (see bench/lib/phase-trace.mjs). */
+const PHASES = process.env.BENCH_PHASES === '1';
+const PHASE_TRACE = fileURLToPath(new URL('./lib/phase-trace.mjs', import.meta.url));
 /** Processes the measuring devices are spread over (see bench/lib/device-swarm.ts). */
 const READERS = Number(process.env.BENCH_READERS ?? 2);
 /** About the size of an emergency.declared frame as the benchmark declares it; measured in the run (`frameSize`). */
@@ -151,12 +166,29 @@ interface ServerChild {
   stop(): Promise<void>;
 }
 
-async function startServerChild(databaseUrl: string, extraEnv: Record<string, string> = {}, bin = BIN): Promise<ServerChild> {
+async function startServerChild(
+  databaseUrl: string,
+  extraEnv: Record<string, string> = {},
+  bin = BIN,
+  nodeArgs = SERVER_NODE_ARGS,
+  phaseTraceFile?: string,
+): Promise<ServerChild> {
   const port = await freePort();
-  const child = spawn(process.execPath, [...SERVER_NODE_ARGS, bin, 'serve'], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000', ...extraEnv },
+  const traceArgs = phaseTraceFile ? ['--import', PHASE_TRACE] : [];
+  const traceEnv: Record<string, string> = phaseTraceFile ? { PHASE_TRACE_FILE: phaseTraceFile } : {};
+  const child = spawn(process.execPath, [...nodeArgs, ...traceArgs, bin, 'serve'], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_KEY: '1000000',
+      ...traceEnv,
+      ...extraEnv,
+    },
     // With node flags of its own (a trace such as --trace-opt prints on stdout), the server's stdout is shown too.
-    stdio: ['ignore', SERVER_NODE_ARGS.length > 0 ? 'inherit' : 'ignore', 'inherit'],
+    stdio: ['ignore', nodeArgs.length > 0 ? 'inherit' : 'ignore', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
@@ -263,19 +295,67 @@ interface Deliveries {
   last: number[];
   /** Triggers that did not reach every device. */
   missing: number;
+  /** Per trigger (offset): when it was sent, and when its first and last device had it (monotonic ms). */
+  sentAt: Map<number, number>;
+  firstAt: Map<number, number>;
+  lastAt: Map<number, number>;
 }
 
 function deliveriesSince(sentAt: Map<number, number>, arrivals: Map<number, Arrivals>, devices: number): Deliveries {
-  const result: Deliveries = { arrived: [], read: [], first: [], last: [], missing: 0 };
+  const result: Deliveries = { arrived: [], read: [], first: [], last: [], missing: 0, sentAt, firstAt: new Map(), lastAt: new Map() };
   for (const [offset, t0] of sentAt) {
     const entry = arrivals.get(offset);
     if (entry?.arrived.length !== devices) result.missing++;
     if (!entry || entry.arrived.length === 0) continue;
     for (const at of entry.arrived) result.arrived.push(at - t0);
     for (const at of entry.read) result.read.push(at - t0);
-    result.first.push(Math.min(...entry.arrived) - t0);
-    result.last.push(Math.max(...entry.arrived) - t0);
+    const first = Math.min(...entry.arrived);
+    const last = Math.max(...entry.arrived);
+    result.first.push(first - t0);
+    result.last.push(last - t0);
+    result.firstAt.set(offset, first);
+    result.lastAt.set(offset, last);
   }
+  return result;
+}
+
+/**
+ * BENCH_PHASES: the path of each measured declare of `orgId`, split at the moments the server child recorded
+ * (bench/lib/phase-trace.mjs) and the devices' arrivals, all on CLOCK_MONOTONIC. The child writes its records
+ * on SIGUSR2, after the rounds.
+ */
+async function declarePhases(server: ServerChild, file: string, orgId: string, run: Deliveries, devices: number) {
+  server.child.kill('SIGUSR2');
+  await sleep(300);
+  const inServer = new Map<number, { received: number; handler: number; committed: number; written: number; sockets: number }>();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const [org, offset, received, handler, committed, written, sockets] = line.split(' ');
+    if (org === orgId)
+      inServer.set(Number(offset), { received: +received!, handler: +handler!, committed: +committed!, written: +written!, sockets: +sockets! });
+  }
+  const steps: Record<string, number[]> = { received: [], pipeline: [], commit: [], firstFrame: [], fanOut: [], lastFrame: [] };
+  for (const [offset, sent] of run.sentAt) {
+    const s = inServer.get(offset);
+    const first = run.firstAt.get(offset);
+    const last = run.lastAt.get(offset);
+    if (!s || first === undefined || last === undefined || s.sockets !== devices) continue;
+    steps.received!.push(s.received - sent);
+    steps.pipeline!.push(s.handler - s.received);
+    steps.commit!.push(s.committed - s.handler);
+    steps.firstFrame!.push(first - s.committed);
+    steps.fanOut!.push(s.written - s.committed);
+    steps.lastFrame!.push(last - s.committed);
+  }
+  console.log(`\n  inside the server, per declare (BENCH_PHASES: diagnostics channels; ${steps.received!.length} of ${run.sentAt.size} declares traced)`);
+  const result = {
+    traced: steps.received!.length,
+    receivedMs: summarize('sent → request head parsed by Node', steps.received!),
+    pipelineMs: summarize('  → handler called (key, body, validation)', steps.pipeline!),
+    commitMs: summarize('  → event committed (service, transaction)', steps.commit!),
+    firstFrameMs: summarize('  → first device has the frame', steps.firstFrame!),
+    fanOutMs: summarize(`committed → written to all ${devices} sockets`, steps.fanOut!),
+    lastFrameMs: summarize(`committed → last device has the frame`, steps.lastFrame!),
+  };
   return result;
 }
 
@@ -344,7 +424,7 @@ async function latencyRun(server: ServerChild, ctx: AppContext, devices: number,
     roundTrips.push(t1 - t0);
     // Wait for the fan-out to finish so declares do not overlap.
     await swarm.received(base + i, 2_000);
-    await sleep(5);
+    if (SINGLE_PAUSE_MS > 0) await sleep(SINGLE_PAUSE_MS);
   }
   const deliveries = deliveriesSince(sentAt, await swarm.collect(), devices);
   // With acks: once the gateway has flushed them (every second), every device must stand at the last event
@@ -638,7 +718,8 @@ async function main() {
     const url = databaseUrl('latency');
     const ctx = createContext(loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent' }));
     await migrateToLatest(ctx.db);
-    const server = await startServerChild(url);
+    const phaseTraceFile = PHASES ? join(dir, 'phases.txt') : undefined;
+    const server = await startServerChild(url, {}, BIN, SERVER_NODE_ARGS, phaseTraceFile);
     // The same service with its fan-out threads set otherwise (see BENCH_BASELINE_FAN_OUT_THREADS), on its own database.
     let variant: { server: ServerChild; ctx: AppContext } | null = null;
     if (BASELINE_LABEL) {
@@ -646,7 +727,8 @@ async function main() {
       const variantCtx = createContext(loadConfig({ DATABASE_URL: variantUrl, LOG_LEVEL: 'silent' }));
       await migrateToLatest(variantCtx.db);
       const env: Record<string, string> = BASELINE_FAN_OUT_THREADS !== '' ? { DEVICE_FAN_OUT_THREADS: BASELINE_FAN_OUT_THREADS } : {};
-      variant = { server: await startServerChild(variantUrl, env, BASELINE_SERVER_BIN || BIN), ctx: variantCtx };
+      const nodeArgs = BASELINE_SERVER_NODE_ARGS === undefined ? SERVER_NODE_ARGS : BASELINE_SERVER_NODE_ARGS.split(' ').filter(Boolean);
+      variant = { server: await startServerChild(variantUrl, env, BASELINE_SERVER_BIN || BIN, nodeArgs), ctx: variantCtx };
     }
     try {
       console.log(`\nbaseline (same run): 1 connected device, ${DECLARES} sequential declares`);
@@ -654,6 +736,8 @@ async function main() {
       summarize('declare HTTP round trip', single.roundTrips);
       const singleFrame = summarize('declare → frame arrived (1 device)', single.arrived);
       const singleRead = summarize('declare → frame read (1 device)', single.read);
+      const singlePhases = phaseTraceFile ? await declarePhases(server, phaseTraceFile, single.orgId, single, 1) : undefined;
+      if (singlePhases) report.singleDevicePhases = singlePhases;
       const frame = await frameSize(ctx, single.orgId, single.base + DECLARES);
       console.log(
         `  the emergency.declared frame: ${frame.payloadBytes} bytes of JSON, ${frame.wireBytes} bytes on the wire (the floors' and the peers' size)`,
@@ -740,6 +824,8 @@ async function main() {
           `  p99 target < 5 ms (arrival): ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); ${(all.p99 / floors.node!.arrived.p99).toFixed(2)}x the bare node:net fan-out's p99, ${(all.p99 / floors.c2!.arrived.p99).toFixed(2)}x the 2-thread C floor's; read by the co-located readers: p99 ${fmt(allRead.p99)}`,
         );
 
+        const phases = phaseTraceFile ? await declarePhases(server, phaseTraceFile, gateway.orgId, many, devices) : undefined;
+
         let baselineGateway: Record<string, unknown> | undefined;
         if (other) {
           const o = results.get(other)!;
@@ -810,6 +896,7 @@ async function main() {
           singleDeviceServerCpuMsPerDeclare: single.serverCpuMsPerDeclare,
           ...(ACK ? { acked } : {}),
           ...(baselineGateway ? { baselineGateway } : {}),
+          ...(phases ? { phases } : {}),
           peers,
         });
       }
@@ -826,6 +913,12 @@ async function main() {
         console.log(
           `  ${String(entry.devices).padStart(5)}    server side, commit → all written: p50 <= ${entry.serverCommitToAllWrittenMs.p50AtMostMs} ms, p99 <= ${entry.serverCommitToAllWrittenMs.p99AtMostMs} ms`,
         );
+        if (entry.phases) {
+          const ph = entry.phases;
+          console.log(
+            `  ${String(entry.devices).padStart(5)}    phases, p50 (p99): request in ${fmt(ph.receivedMs.p50)} (${fmt(ph.receivedMs.p99)}), to the handler ${fmt(ph.pipelineMs.p50)} (${fmt(ph.pipelineMs.p99)}), to the commit ${fmt(ph.commitMs.p50)} (${fmt(ph.commitMs.p99)}), to the first device ${fmt(ph.firstFrameMs.p50)} (${fmt(ph.firstFrameMs.p99)}); commit → all written ${fmt(ph.fanOutMs.p50)} (${fmt(ph.fanOutMs.p99)})`,
+          );
+        }
         if (entry.baselineGateway) row(entry.devices, `gateway, ${entry.baselineGateway.label}`, entry.baselineGateway.everyDeliveryMs);
         for (const [name, peer] of Object.entries(entry.peers as Record<string, any>)) {
           if (peer.skipped) {

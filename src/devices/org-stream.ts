@@ -5,6 +5,7 @@ import { eventsAfter, type StoredEvent } from './event-reader.js';
 import { LiveReader } from '../edge/live-reader.js';
 import type { SocketFanOut } from './fan-out.js';
 import { eventFrame, wireTextFrame } from './protocol.js';
+import { type DeviceFrameWritten, deviceFrameWritten } from '../observability/trace-channels.js';
 
 export interface OrgStreamOptions {
   /** Rows read per query, by the live reader and by a replay. */
@@ -51,9 +52,11 @@ export class OrgStream extends LiveReader<DeviceConnection> {
   protected deliver(row: StoredEvent): void {
     const wire = wireTextFrame(eventFrame(row.offset, row.payload));
     const fanOut = this.options.fanOut;
+    let reached = 0;
     if (!fanOut) {
       for (const conn of this.live) {
-        if (!conn.sendLive(row.offset, wire)) this.live.delete(conn);
+        if (conn.sendLive(row.offset, wire)) reached++;
+        else this.live.delete(conn);
       }
     } else {
       const { targets, sockets } = this;
@@ -63,13 +66,19 @@ export class OrgStream extends LiveReader<DeviceConnection> {
         else if (wanted === 'send') {
           targets.push(conn);
           sockets.push(conn.liveSocket);
-        }
+        } else reached++;
       }
       // Synchronous: every socket has the frame (or has it queued) when it returns.
       fanOut.write(sockets, wire);
-      for (const conn of targets) if (!conn.sentLive(row.offset)) this.live.delete(conn);
+      for (const conn of targets) {
+        if (conn.sentLive(row.offset)) reached++;
+        else this.live.delete(conn);
+      }
       targets.length = 0;
       sockets.length = 0;
+    }
+    if (deviceFrameWritten.hasSubscribers) {
+      deviceFrameWritten.publish({ orgId: this.orgId, offset: row.offset, sockets: reached } satisfies DeviceFrameWritten);
     }
     this.options.onLiveEvent?.(row.createdAtMs);
   }

@@ -1,6 +1,7 @@
 import { EventEmitter } from 'node:events';
 
 import type { CommittedEvent } from '../../db/unit-of-work.js';
+import { eventsCommitted } from '../../observability/trace-channels.js';
 
 export type { CommittedEvent };
 
@@ -16,6 +17,7 @@ export class EventBus {
     this.emitter.setMaxListeners(0);
   }
   committed(event: CommittedEvent): void {
+    if (eventsCommitted.hasSubscribers) eventsCommitted.publish(event);
     this.emitter.emit('committed', event);
   }
   onCommitted(listener: (event: CommittedEvent) => void): () => void {

@@ -8,7 +8,11 @@ import { channel } from 'node:diagnostics_channel';
  * Subscribers run synchronously on the alert's path: they must only record.
  */
 
-/** A transaction that wrote events has committed, before any reader is woken. Message: a CommittedEvent. */
+/**
+ * A transaction of this process that wrote events has committed, before any reader is woken; on PostgreSQL
+ * with several instances, also another instance's commit once it is announced here (its message carries
+ * only the org and offset, no `written`). Message: a CommittedEvent.
+ */
 export const eventsCommitted = channel('emergency-api.events.committed');
 
 /** A live frame has been written (or queued) to every live device socket of its org. */

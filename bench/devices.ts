@@ -12,9 +12,9 @@
  *          deliver new, flow control, idle heartbeat) delivering to its own inbox; the publish waits for the
  *          stream's PubAck, as a declare waits for its commit.
  *      All of them are read by the same reader processes (bench/lib/device-reader.c): sent → frame arrived. At each
- *      count everything is connected first and then measured in interleaved rounds (every system in turn sends
- *      one message and waits for all of its subscribers), so that the other work on the machine, which comes and
- *      goes, weighs on all of them alike.
+ *      count everything is connected first and then measured in interleaved rounds (every system in turn, in an order
+ *      shuffled anew every round, sends one message and waits for all of its subscribers), so that the other work on
+ *      the machine, which comes and goes, weighs on all of them alike.
  *   2. Server RSS with 10,000 idle connected devices → devices per GiB.
  * The server runs in a child process (`emergency-api serve`) so the clients' memory and CPU are not
  * counted as the server's; provisioning runs here. The measuring devices read frames off the wire in

@@ -166,12 +166,20 @@ interface ServerChild {
   stop(): Promise<void>;
 }
 
+interface ServerChildOptions {
+  /** Settings of the service beyond the benchmark's own. */
+  env?: Record<string, string>;
+  /** The entry point (another checkout's, for a before/after); default this tree's. */
+  bin?: string;
+  /** Node flags; default BENCH_SERVER_NODE_ARGS. */
+  nodeArgs?: string[];
+  /** Loads bench/lib/phase-trace.mjs, which writes its records to this file (BENCH_PHASES). */
+  phaseTraceFile?: string;
+}
+
 async function startServerChild(
   databaseUrl: string,
-  extraEnv: Record<string, string> = {},
-  bin = BIN,
-  nodeArgs = SERVER_NODE_ARGS,
-  phaseTraceFile?: string,
+  { env: extraEnv = {}, bin = BIN, nodeArgs = SERVER_NODE_ARGS, phaseTraceFile }: ServerChildOptions = {},
 ): Promise<ServerChild> {
   const port = await freePort();
   const traceArgs = phaseTraceFile ? ['--import', PHASE_TRACE] : [];
@@ -744,7 +752,7 @@ async function main() {
     const ctx = createContext(loadConfig({ DATABASE_URL: url, LOG_LEVEL: 'silent' }));
     await migrateToLatest(ctx.db);
     const phaseTraceFile = PHASES ? join(dir, 'phases.txt') : undefined;
-    const server = await startServerChild(url, {}, BIN, SERVER_NODE_ARGS, phaseTraceFile);
+    const server = await startServerChild(url, { phaseTraceFile });
     // The same service with its fan-out threads set otherwise (see BENCH_BASELINE_FAN_OUT_THREADS), on its own database.
     let variant: { server: ServerChild; ctx: AppContext } | null = null;
     if (BASELINE_LABEL) {
@@ -753,7 +761,7 @@ async function main() {
       await migrateToLatest(variantCtx.db);
       const env: Record<string, string> = BASELINE_FAN_OUT_THREADS !== '' ? { DEVICE_FAN_OUT_THREADS: BASELINE_FAN_OUT_THREADS } : {};
       const nodeArgs = BASELINE_SERVER_NODE_ARGS === undefined ? SERVER_NODE_ARGS : BASELINE_SERVER_NODE_ARGS.split(' ').filter(Boolean);
-      variant = { server: await startServerChild(variantUrl, env, BASELINE_SERVER_BIN || BIN, nodeArgs), ctx: variantCtx };
+      variant = { server: await startServerChild(variantUrl, { env, bin: BASELINE_SERVER_BIN || BIN, nodeArgs }), ctx: variantCtx };
     }
     try {
       console.log(`\nbaseline (same run): 1 connected device, ${DECLARES} sequential declares`);

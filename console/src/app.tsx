@@ -87,7 +87,10 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
   const [canWrite, setCanWrite] = useState<boolean | null>(session.kind === 'admin' ? true : null);
   const [streamState, setStreamState] = useState<StreamState>('connecting');
   const [streamError, setStreamError] = useState<unknown>(null);
-  const [generation, setGeneration] = useState(0);
+  /** Bumped when the live channel has to start over (events past retention). */
+  const [epoch, setEpoch] = useState(0);
+  /** The channel's start for the current epoch; `after` is null when the key may not follow it. */
+  const [channel, setChannel] = useState<{ epoch: number; after: number | null } | null>(null);
 
   // The organization's name and place (the picker's list, or GET /orgs when the page was opened by its URL).
   useEffect(() => {
@@ -121,48 +124,57 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
     };
   }, [org, session.kind]);
 
-  // The live channel: from the newest offset now, resumed from the last one received after any drop.
+  // Where the live channel starts: the newest offset, asked before any page loads its data. Pages
+  // mount (and load again on a new generation) only once it is known, so an event committed between
+  // a page's load and the channel's start cannot fall between the two.
   useEffect(() => {
     if (!org) return;
-    let stream: OrgStream | null = null;
     let cancelled = false;
     setStreamError(null);
-    const start = async () => {
-      let after = 0;
+    (async () => {
       for (let attempt = 0; !cancelled; attempt++) {
         try {
-          after = (await unwrap(pub().GET('/orgs/{org_id}/events', { params: { path: { org_id: org.orgId }, query: { limit: 1 } } }))).lastOffset;
-          break;
+          const { lastOffset } = await unwrap(pub().GET('/orgs/{org_id}/events', { params: { path: { org_id: org.orgId }, query: { limit: 1 } } }));
+          if (!cancelled) setChannel({ epoch, after: lastOffset });
+          return;
         } catch (err) {
           if (err instanceof ApiError && (err.status === 401 || err.status === 403)) {
-            setStreamError(err);
+            // No live channel for this key; the pages still show what it may read.
+            if (!cancelled) {
+              setStreamError(err);
+              setChannel({ epoch, after: null });
+            }
             return;
           }
           setStreamState('reconnecting');
           await new Promise((r) => setTimeout(r, Math.min(8000, 500 * 2 ** attempt)));
         }
       }
-      if (cancelled) return;
-      stream = new OrgStream(org.orgId, after, {
-        onEvent: (offset, event) => {
-          for (const l of listeners) l(offset, event);
-        },
-        onState: (state) => setStreamState(state),
-        onForbidden: (err) => setStreamError(err),
-        onExpired: () => setGeneration((g) => g + 1),
-      });
-      stream.start();
-    };
-    void start();
+    })();
     return () => {
       cancelled = true;
-      stream?.stop();
     };
-  }, [org, listeners, generation]);
+  }, [org, epoch]);
 
+  // The live channel itself, resumed from the last offset received after any drop.
+  useEffect(() => {
+    if (!org || channel?.after == null) return;
+    const stream = new OrgStream(org.orgId, channel.after, {
+      onEvent: (offset, event) => {
+        for (const l of listeners) l(offset, event);
+      },
+      onState: (state) => setStreamState(state),
+      onForbidden: (err) => setStreamError(err),
+      onExpired: () => setEpoch((e) => e + 1),
+    });
+    stream.start();
+    return () => stream.stop();
+  }, [org, listeners, channel]);
+
+  const generation = channel?.epoch ?? -1;
   const scope = useMemo<OrgScope | null>(
     () =>
-      org
+      org && channel
         ? {
             org,
             canWrite,
@@ -176,7 +188,7 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
             },
           }
         : null,
-    [org, canWrite, streamState, generation, listeners],
+    [org, channel, canWrite, streamState, generation, listeners],
   );
 
   if (orgError) {

@@ -57,4 +57,35 @@ describe('operator console live channel', () => {
     const rows = await page.locator('tr[data-emergency-id]').count();
     assert.equal(rows, 3, 'each emergency once');
   });
+
+  it('misses nothing declared while the board is opening: the list is asked for only once the channel knows where it starts', async () => {
+    const page = await f.newPage();
+    // Hold the channel's start (the newest offset) until an emergency has been declared.
+    let held!: () => void;
+    const startAsked = new Promise<void>((asked) => {
+      void page.route(
+        (url) => url.pathname.endsWith(`/orgs/${f.org.orgId}/events`) && url.searchParams.get('limit') === '1',
+        async (route) => {
+          asked();
+          await new Promise<void>((release) => {
+            held = release;
+          });
+          await route.continue();
+        },
+        { times: 1 },
+      );
+    });
+    await page.goto(`${f.server.url}/console/`);
+    await page.getByLabel('API key').fill(f.writeKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('link', { name: new RegExp(f.orgName) }).click();
+    await startAsked;
+    // Long enough for a list asked for at the same time to have come back without what follows.
+    await page.waitForTimeout(300);
+    const between = await f.api.post(`/orgs/${f.org.orgId}/emergencies`, { categoryName: 'Fire', description: 'declared as the board opened' });
+    assert.equal(between.status, 201);
+    held();
+    await page.getByRole('link', { name: /declared as the board opened/ }).waitFor({ timeout: 10_000 });
+    assert.equal(await page.locator(`tr[data-emergency-id="${between.body.emergencyId}"]`).count(), 1);
+  });
 });

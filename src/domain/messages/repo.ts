@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { LRUCache } from 'lru-cache';
 import type { Config } from '../../config.js';
 import type { Tx } from '../../db/connect.js';
 import type { AttachmentTable, Database, MessageTable } from '../../db/types.js';
@@ -11,19 +12,44 @@ export async function emergencyExists(db: Kysely<Database>, orgId: string, emerg
   return row !== undefined;
 }
 
+/**
+ * Conversation ids by org and emergency. A conversation is never changed or deleted once committed,
+ * so a hit answers without a read; only committed ids go in (see rememberConversation).
+ */
+const conversations = new LRUCache<string, string>({ max: 50_000 });
+
+/**
+ * The emergency's conversation id, when a message was posted before. Only an existing emergency has
+ * one, so finding it also proves the emergency exists.
+ */
+export async function findConversation(db: Kysely<Database>, orgId: string, emergencyId: string): Promise<string | undefined> {
+  const cached = conversations.get(`${orgId}/${emergencyId}`);
+  if (cached) return cached;
+  const row = await db.selectFrom('conversations').select('id').where('org_id', '=', orgId).where('emergency_id', '=', emergencyId).executeTakeFirst();
+  if (row) rememberConversation(orgId, emergencyId, row.id);
+  return row?.id;
+}
+
+/** Call once the conversation's row has committed (a rolled-back one must never be remembered). */
+export function rememberConversation(orgId: string, emergencyId: string, conversationId: string): void {
+  conversations.set(`${orgId}/${emergencyId}`, conversationId);
+}
+
 /** The emergency's conversation, created on first use; concurrent first posts end up sharing one. */
-export async function conversationFor(tx: Tx, orgId: string, emergencyId: string): Promise<string> {
+export async function ensureConversation(tx: Tx, orgId: string, emergencyId: string): Promise<string> {
   await tx.db
     .insertInto('conversations')
     .values({ id: newId(), org_id: orgId, emergency_id: emergencyId, created_at: nowIso() })
     .onConflict((oc) => oc.columns(['org_id', 'emergency_id']).doNothing())
     .execute();
+  // Read from the table, not the cache: the row may be this transaction's own, not yet committed.
   const row = await tx.db
     .selectFrom('conversations')
     .select('id')
     .where('org_id', '=', orgId)
     .where('emergency_id', '=', emergencyId)
     .executeTakeFirstOrThrow();
+  tx.afterCommit(() => rememberConversation(orgId, emergencyId, row.id));
   return row.id;
 }
 

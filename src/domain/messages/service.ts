@@ -9,7 +9,7 @@ import { type PreparedAttachment, type PreparedInline, prepareAttachment } from 
 import { recordAudit } from '../audit/record.js';
 import { emergencyNotFound } from '../emergencies/not-found.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
-import { conversationFor, emergencyExists, findDedupe, insertMessage, loadMessage, toMessageRecord } from './repo.js';
+import { emergencyExists, ensureConversation, findConversation, findDedupe, insertMessage, loadMessage, toMessageRecord } from './repo.js';
 import type { MessageRecord, PostMessageInput } from './schema.js';
 
 export interface PostedMessage {
@@ -32,9 +32,11 @@ export async function postMessage(
 ): Promise<PostedMessage> {
   const orgId = (await authorize(ctx, caller, orgIdParam, 'write')).id;
   const emergencyId = emergencyIdParam.toLowerCase();
-  if (!isUuid(emergencyId) || !(await emergencyExists(ctx.db.db, orgId, emergencyId))) {
-    throw emergencyNotFound(emergencyIdParam);
-  }
+  if (!isUuid(emergencyId)) throw emergencyNotFound(emergencyIdParam);
+  // After the first post the conversation is known (remembered, or one read) and so is the emergency's
+  // existence: the write then needs no lookup of its own inside the transaction.
+  const knownConversation = await findConversation(ctx.db.db, orgId, emergencyId);
+  if (!knownConversation && !(await emergencyExists(ctx.db.db, orgId, emergencyId))) throw emergencyNotFound(emergencyIdParam);
 
   const prepared: PreparedAttachment[] = [];
   for (const [index, spec] of input.attachments.entries()) {
@@ -78,7 +80,7 @@ export async function postMessage(
         if (dedupeKey) {
           await tx.db.insertInto('message_dedupe').values({ org_id: orgId, dedupe_key: dedupeKey, message_id: messageId, created_at: now }).execute();
         }
-        const conversationId = await conversationFor(tx, orgId, emergencyId);
+        const conversationId = knownConversation ?? (await ensureConversation(tx, orgId, emergencyId));
         const messageRow: MessageTable = {
           id: messageId,
           org_id: orgId,

@@ -1,5 +1,5 @@
 import type { Kysely, SelectQueryBuilder } from 'kysely';
-import type { AuditLogTable, Database, ResolutionTable, EmergencyTable, EventTable } from './types.js';
+import type { AttachmentTable, AuditLogTable, Database, EmergencyTable, EventTable, MessageTable, ResolutionTable } from './types.js';
 
 /**
  * What a service talks to when it changes state. An operation is stated once, in the domain, as the
@@ -33,7 +33,7 @@ export interface CommittedEvent {
 
 /**
  * Writes recorded by a unit of work and sent by the adapter when the unit ends, in this order:
- * emergencies, resolutions, audit entries, events. Events go last because taking an org's offset
+ * emergencies, resolutions, messages with their attachments, audit entries, events. Events go last because taking an org's offset
  * locks its stream until the commit; the shorter that lock, the less an org's writers wait.
  */
 export interface Writes {
@@ -42,6 +42,8 @@ export interface Writes {
     update(orgId: string, id: string, change: EmergencyChange): void;
   };
   resolutions: { insert(row: ResolutionTable): void };
+  /** A message of an existing conversation, with its attachments (in position order). */
+  messages: { insert(message: MessageTable, attachments: readonly AttachmentTable[]): void };
   audit: { record(row: AuditLogTable): void };
   events: { append(event: EventInsert): void };
 }
@@ -87,6 +89,8 @@ export class WriteSet implements Writes {
   readonly emergencyInserts: EmergencyInsert[] = [];
   readonly emergencyChanges: { orgId: string; id: string; change: EmergencyChange }[] = [];
   readonly resolutionRows: ResolutionTable[] = [];
+  readonly messageRows: MessageTable[] = [];
+  readonly attachmentRows: AttachmentTable[] = [];
   readonly auditRows: AuditLogTable[] = [];
   readonly eventRows: EventInsert[] = [];
 
@@ -95,6 +99,12 @@ export class WriteSet implements Writes {
     update: (orgId: string, id: string, change: EmergencyChange) => void this.emergencyChanges.push({ orgId, id, change }),
   };
   readonly resolutions = { insert: (row: ResolutionTable) => void this.resolutionRows.push(row) };
+  readonly messages = {
+    insert: (message: MessageTable, attachments: readonly AttachmentTable[]) => {
+      this.messageRows.push(message);
+      this.attachmentRows.push(...attachments);
+    },
+  };
   readonly audit = { record: (row: AuditLogTable) => void this.auditRows.push(row) };
   readonly events = { append: (event: EventInsert) => void this.eventRows.push(event) };
 
@@ -104,6 +114,7 @@ export class WriteSet implements Writes {
       db: parts.db,
       emergencies: { ...this.emergencies, lockForChange: parts.lockForChange },
       resolutions: this.resolutions,
+      messages: this.messages,
       audit: this.audit,
       events: this.events,
       afterCommit: parts.afterCommit,
@@ -116,9 +127,14 @@ export class WriteSet implements Writes {
     return this.emergencyChanges.length === 0 && this.resolutionRows.length === 0;
   }
 
-  /** Whether every emergency and audit row recorded is `orgId`'s (an org's insert batch writes the org once). */
+  /** Whether every emergency, message, attachment and audit row recorded is `orgId`'s (one statement writes the org once). */
   rowsAllOf(orgId: string): boolean {
-    return this.emergencyInserts.every((row) => row.org_id === orgId) && this.auditRows.every((row) => row.org_id === orgId);
+    return (
+      this.emergencyInserts.every((row) => row.org_id === orgId) &&
+      this.messageRows.every((row) => row.org_id === orgId) &&
+      this.attachmentRows.every((row) => row.org_id === orgId) &&
+      this.auditRows.every((row) => row.org_id === orgId)
+    );
   }
 
   /** The events of each org, in the order they were appended. */

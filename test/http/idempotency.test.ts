@@ -108,8 +108,14 @@ describe('Idempotency-Key', () => {
     assert.equal(message.status, 201);
     assert.equal(messageAgain.headers.get('idempotent-replayed'), 'true');
     assert.deepEqual(messageAgain.body, message.body);
+    // A later post of the same conversation is written without a transaction of its own; its answer is stored with it.
+    const second = await api.post(`${path}/${id}/messages`, { content: 'second note' }, withKey('message-2'));
+    const secondAgain = await api.post(`${path}/${id}/messages`, { content: 'second note' }, withKey('message-2'));
+    assert.equal(second.status, 201);
+    assert.equal(secondAgain.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(secondAgain.body, second.body);
     const messages = await server.ctx.db.db.selectFrom('messages').select('id').where('emergency_id', '=', id).execute();
-    assert.equal(messages.length, 1);
+    assert.equal(messages.length, 2);
     assert.equal(await rows('events', 'emergency_id', id), 3, 'declared, categorized, resolved: once each');
   });
 

@@ -38,6 +38,45 @@ describe('messages: the conversation', () => {
     assert.equal((await fx.counts(emergencyId)).conversations, 1);
   });
 
+  it('a later post with attachments is stored whole: message, attachments in order and audit entry', async () => {
+    const { emergencyId, path } = await fx.newEmergency();
+    assert.equal((await fx.api.post(path, { content: 'first' })).status, 201);
+    const png = Buffer.from(
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
+      'base64',
+    );
+    const later = await fx.api.post(path, {
+      content: 'photos',
+      author: { type: 'agent', name: 'Dispatch bot' },
+      attachments: [
+        { src: 'https://cdn.example.com/cam/1.jpg', caption: 'camera 1' },
+        { src: `data:image/png;base64,${png.toString('base64')}`, caption: 'door' },
+      ],
+    });
+    assert.equal(later.status, 201, JSON.stringify(later.body));
+    assert.deepEqual(
+      later.body.attachments.map((a: { source: string; caption: string; width: number | null }) => [a.source, a.caption, a.width]),
+      [
+        ['url', 'camera 1', null],
+        ['data_uri', 'door', 1],
+      ],
+    );
+    const listed = await fx.api.get(path);
+    const stored = listed.body.items.find((m: { messageId: string }) => m.messageId === later.body.messageId);
+    assert.deepEqual(stored, later.body);
+    const counts = await fx.counts(emergencyId);
+    assert.equal(counts.messages, 2);
+    assert.equal(counts.attachments, 2);
+    const audit = await fx.server.ctx.db.db
+      .selectFrom('audit_logs')
+      .select(['event_type', 'details'])
+      .where('resource_id', '=', later.body.messageId)
+      .execute();
+    assert.equal(audit.length, 1);
+    assert.equal(audit[0]!.event_type, 'message.posted');
+    assert.equal(JSON.parse(audit[0]!.details).attachments.length, 2);
+  });
+
   it('a first post rolled back after creating the conversation leaves none behind, and the next post works', async () => {
     const { emergencyId, path } = await fx.newEmergency();
     const refused = await fx.api.post(path, { content: 'refused by the database' });

@@ -7,6 +7,7 @@ import { type CommittedEvent, type UnitOfWork, type Writes, WriteSet } from '../
 import { openPgPool } from './pool.js';
 import { PgInsertBatcher } from './insert-batcher.js';
 import { PgCommitNotifier } from './notifier.js';
+import { plainInsertsOrg, writePlainInserts } from './plain-inserts.js';
 import { OwnSchemaPostgresDialect } from './schema-introspector.js';
 import { lockEmergency, sendWrites } from './writes.js';
 
@@ -20,11 +21,38 @@ async function storeAnswer(trx: Kysely<Database>, answer: IdempotencyKeyTable): 
   }
 }
 
+/**
+ * Runs a one-statement write that stores the request's answer (when it has an Idempotency-Key) in the
+ * same statement; a key another request committed first fails it whole.
+ */
+async function withStoredAnswer<T>(
+  idempotency: IdempotencyScope | undefined,
+  result: unknown,
+  write: (answer: IdempotencyKeyTable | null) => Promise<T>,
+): Promise<T> {
+  const scope = openScope(idempotency);
+  const answer = idempotencyRow(scope, result);
+  try {
+    const written = await write(answer);
+    if (scope && answer) scope.stored = true;
+    return written;
+  } catch (err) {
+    if (scope && isIdempotencyKeyConflict(err)) throw new IdempotencyKeyTaken(scope.apiKeyId, scope.key);
+    throw err;
+  }
+}
+
 /** Records the writes of one set into another unit's (the same rows, in the same order). */
 function replay(from: WriteSet, into: Writes): void {
   for (const row of from.emergencyInserts) into.emergencies.insert(row);
   for (const { orgId, id, change } of from.emergencyChanges) into.emergencies.update(orgId, id, change);
   for (const row of from.resolutionRows) into.resolutions.insert(row);
+  for (const row of from.messageRows) {
+    into.messages.insert(
+      row,
+      from.attachmentRows.filter((a) => a.message_id === row.id),
+    );
+  }
   for (const row of from.auditRows) into.audit.record(row);
   for (const event of from.eventRows) into.events.append(event);
 }
@@ -70,7 +98,8 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     for (const event of events) committedListener(event);
     notifier.notify(events);
   };
-  const batcher = new PgInsertBatcher({ db, dialect: 'postgres', pgPool: pool });
+  const target = { db, dialect: 'postgres' as const, pgPool: pool };
+  const batcher = new PgInsertBatcher(target);
   const unitOfWork = async <T>(fn: (uow: UnitOfWork) => Promise<T>, idempotency?: IdempotencyScope): Promise<T> => {
     const scope = openScope(idempotency);
     const callbacks: (() => void)[] = [];
@@ -112,17 +141,15 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
       // New rows of one org, with that org's events (a declare): written with the org's other such units
       // arriving at the same moment, by one statement. Anything else is an ordinary transaction.
       const [orgId] = orgs.keys();
-      if (writes.insertsOnly && orgs.size === 1 && writes.rowsAllOf(orgId!)) {
-        const scope = openScope(idempotency);
-        const answer = idempotencyRow(scope, result);
-        try {
-          const offset = await batcher.write(orgId!, writes, answer);
-          if (scope && answer) scope.stored = true;
-          announce([{ orgId: orgId!, offset, written: writes.eventRows }]);
-        } catch (err) {
-          if (scope && isIdempotencyKeyConflict(err)) throw new IdempotencyKeyTaken(scope.apiKeyId, scope.key);
-          throw err;
-        }
+      if (writes.insertsOnly && orgs.size === 1 && writes.messageRows.length === 0 && writes.rowsAllOf(orgId!)) {
+        const offset = await withStoredAnswer(idempotency, result, (answer) => batcher.write(orgId!, writes, answer));
+        announce([{ orgId: orgId!, offset, written: writes.eventRows }]);
+        return;
+      }
+      // New rows of one org without events (a message post): one statement, no BEGIN and COMMIT of its own.
+      const plainOrg = plainInsertsOrg(writes);
+      if (plainOrg) {
+        await withStoredAnswer(idempotency, result, (answer) => writePlainInserts(target, plainOrg, writes, answer));
         return;
       }
       await unitOfWork(async (uow) => {

@@ -78,6 +78,39 @@ const insertAudit = preparedQuery((db, p) =>
   }),
 );
 
+const insertMessage = preparedQuery((db, p) =>
+  db.insertInto('messages').values({
+    id: p('id'),
+    org_id: p('org_id'),
+    conversation_id: p('conversation_id'),
+    emergency_id: p('emergency_id'),
+    content: p('content'),
+    source: p('source'),
+    author_name: p('author_name'),
+    created_at: p('created_at'),
+  }),
+);
+
+const insertAttachment = preparedQuery((db, p) =>
+  db.insertInto('attachments').values({
+    id: p('id'),
+    org_id: p('org_id'),
+    message_id: p('message_id'),
+    position: p('position'),
+    kind: p('kind'),
+    mime_type: p('mime_type'),
+    source: p('source'),
+    link_url: p('link_url'),
+    storage_key: p('storage_key'),
+    sha256: p('sha256'),
+    size_bytes: p('size_bytes'),
+    caption: p('caption'),
+    width: p('width'),
+    height: p('height'),
+    created_at: p('created_at'),
+  }),
+);
+
 const insertEvent = preparedQuery((db, p) =>
   db.insertInto('events').values({
     id: p('id'),
@@ -113,6 +146,8 @@ export function sendWrites(connection: JobConnection, writes: WriteSet, offsets:
   for (const row of writes.emergencyInserts) insertEmergency.runNow(connection, row);
   for (const { orgId, id, change } of writes.emergencyChanges) updateEmergency.runNow(connection, { ...change, org_id: orgId, id });
   for (const row of writes.resolutionRows) insertResolution.runNow(connection, { ...row });
+  for (const row of writes.messageRows) insertMessage.runNow(connection, { ...row });
+  for (const row of writes.attachmentRows) insertAttachment.runNow(connection, { ...row });
   for (const row of writes.auditRows) insertAudit.runNow(connection, { ...row });
   const committed: CommittedEvent[] = [];
   for (const [orgId, events] of writes.eventsByOrg()) {

@@ -53,11 +53,6 @@ export async function ensureConversation(tx: Tx, orgId: string, emergencyId: str
   return row.id;
 }
 
-export async function insertMessage(tx: Tx, message: MessageTable, attachments: AttachmentTable[]): Promise<void> {
-  await tx.db.insertInto('messages').values(message).execute();
-  if (attachments.length > 0) await tx.db.insertInto('attachments').values(attachments).execute();
-}
-
 export async function loadMessage(db: Kysely<Database>, config: Config, orgId: string, messageId: string): Promise<MessageRecord | null> {
   const message = await db.selectFrom('messages').selectAll().where('org_id', '=', orgId).where('id', '=', messageId).executeTakeFirst();
   if (!message) return null;

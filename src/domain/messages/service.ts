@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../db/connect.js';
 import type { AttachmentTable, MessageTable } from '../../db/types.js';
+import type { Writes } from '../../db/unit-of-work.js';
 import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
@@ -9,7 +10,7 @@ import { type PreparedAttachment, type PreparedInline, prepareAttachment } from 
 import { recordAudit } from '../audit/record.js';
 import { emergencyNotFound } from '../emergencies/not-found.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
-import { emergencyExists, ensureConversation, findConversation, findDedupe, insertMessage, loadMessage, toMessageRecord } from './repo.js';
+import { emergencyExists, ensureConversation, findConversation, findDedupe, loadMessage, toMessageRecord } from './repo.js';
 import type { MessageRecord, PostMessageInput } from './schema.js';
 
 export interface PostedMessage {
@@ -55,6 +56,31 @@ export async function postMessage(
 
   const storageKeys = await storeInline(ctx, prepared);
 
+  const now = nowIso();
+  const messageId = newId();
+  const newMessage = (conversationId: string) => {
+    const message: MessageTable = {
+      id: messageId,
+      org_id: orgId,
+      conversation_id: conversationId,
+      emergency_id: emergencyId,
+      content: input.content,
+      source: input.author?.type ?? null,
+      author_name: input.author?.name ?? null,
+      created_at: now,
+    };
+    const attachments = prepared.map((a, position) => attachmentRow(a, position, storageKeys[position] ?? null, orgId, messageId, now));
+    return { message, attachments, posted: { message: toMessageRecord(ctx.config, message, attachments), created: true } };
+  };
+
+  // The common post (the conversation exists, nothing to deduplicate) reads nothing in its transaction:
+  // its rows are recorded and written as one unit (one statement on PostgreSQL).
+  if (knownConversation && !dedupeKey) {
+    const { message, attachments, posted } = newMessage(knownConversation);
+    await ctx.db.commit((writes) => recordPost(writes, caller, message, attachments), posted, caller.idempotency);
+    return posted;
+  }
+
   // A concurrent identical post can win the dedupe row between our check and our insert; the unique
   // key then fails our transaction, and the second attempt finds and returns the winner's message.
   for (let attempt = 1; ; attempt++) {
@@ -74,45 +100,35 @@ export async function postMessage(
               .where('message_id', '=', existing.messageId)
               .execute();
           }
-        }
-        const now = nowIso();
-        const messageId = newId();
-        if (dedupeKey) {
           await tx.db.insertInto('message_dedupe').values({ org_id: orgId, dedupe_key: dedupeKey, message_id: messageId, created_at: now }).execute();
         }
-        const conversationId = knownConversation ?? (await ensureConversation(tx, orgId, emergencyId));
-        const messageRow: MessageTable = {
-          id: messageId,
-          org_id: orgId,
-          conversation_id: conversationId,
-          emergency_id: emergencyId,
-          content: input.content,
-          source: input.author?.type ?? null,
-          author_name: input.author?.name ?? null,
-          created_at: now,
-        };
-        const attachmentRows = prepared.map((a, position) => attachmentRow(a, position, storageKeys[position] ?? null, orgId, messageId, now));
-        await insertMessage(tx, messageRow, attachmentRows);
-        recordAudit(tx, caller, {
-          orgId,
-          eventCategory: 'message',
-          eventType: 'message.posted',
-          occurredAt: now,
-          resource: { type: 'message', id: messageId },
-          details: {
-            emergencyId,
-            conversationId,
-            source: messageRow.source,
-            attachments: attachmentRows.map((a) => ({ kind: a.kind, mimeType: a.mime_type, source: a.source, sizeBytes: a.size_bytes })),
-          },
-        });
-        return { message: toMessageRecord(ctx.config, messageRow, attachmentRows), created: true };
+        const { message, attachments, posted } = newMessage(knownConversation ?? (await ensureConversation(tx, orgId, emergencyId)));
+        recordPost(tx, caller, message, attachments);
+        return posted;
       }, caller.idempotency);
     } catch (err) {
       if (dedupeKey && attempt < 3 && isUniqueViolation(err)) continue;
       throw err;
     }
   }
+}
+
+/** The rows of a post: the message, its attachments and its audit entry. */
+function recordPost(writes: Pick<Writes, 'messages' | 'audit'>, caller: Caller, message: MessageTable, attachments: AttachmentTable[]): void {
+  writes.messages.insert(message, attachments);
+  recordAudit(writes, caller, {
+    orgId: message.org_id,
+    eventCategory: 'message',
+    eventType: 'message.posted',
+    occurredAt: message.created_at,
+    resource: { type: 'message', id: message.id },
+    details: {
+      emergencyId: message.emergency_id,
+      conversationId: message.conversation_id,
+      source: message.source,
+      attachments: attachments.map((a) => ({ kind: a.kind, mimeType: a.mime_type, source: a.source, sizeBytes: a.size_bytes })),
+    },
+  });
 }
 
 /**

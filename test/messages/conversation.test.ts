@@ -41,10 +41,7 @@ describe('messages: the conversation', () => {
   it('a later post with attachments is stored whole: message, attachments in order and audit entry', async () => {
     const { emergencyId, path } = await fx.newEmergency();
     assert.equal((await fx.api.post(path, { content: 'first' })).status, 201);
-    const png = Buffer.from(
-      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==',
-      'base64',
-    );
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64');
     const later = await fx.api.post(path, {
       content: 'photos',
       author: { type: 'agent', name: 'Dispatch bot' },
@@ -74,7 +71,7 @@ describe('messages: the conversation', () => {
       .execute();
     assert.equal(audit.length, 1);
     assert.equal(audit[0]!.event_type, 'message.posted');
-    assert.equal(JSON.parse(audit[0]!.details).attachments.length, 2);
+    assert.equal(JSON.parse(audit[0]!.details ?? '{}').attachments.length, 2);
   });
 
   it('a first post rolled back after creating the conversation leaves none behind, and the next post works', async () => {

@@ -1,5 +1,5 @@
 import type { Kysely, SelectQueryBuilder } from 'kysely';
-import type { AttachmentTable, AuditLogTable, Database, EmergencyTable, EventTable, MessageTable, ResolutionTable } from './types.js';
+import type { AttachmentTable, AuditLogTable, Database, EmergencyTable, EventTable, MessageDedupeTable, MessageTable, ResolutionTable } from './types.js';
 
 /**
  * What a service talks to when it changes state. An operation is stated once, in the domain, as the
@@ -42,8 +42,11 @@ export interface Writes {
     update(orgId: string, id: string, change: EmergencyChange): void;
   };
   resolutions: { insert(row: ResolutionTable): void };
-  /** A message of an existing conversation, with its attachments (in position order). */
-  messages: { insert(message: MessageTable, attachments: readonly AttachmentTable[]): void };
+  /**
+   * A message of an existing conversation, with its attachments (in position order) and, for an
+   * all-inline message, its dedupe row (whose primary key makes a concurrent identical post fail).
+   */
+  messages: { insert(message: MessageTable, attachments: readonly AttachmentTable[], dedupe: MessageDedupeTable | null): void };
   audit: { record(row: AuditLogTable): void };
   events: { append(event: EventInsert): void };
 }
@@ -91,6 +94,7 @@ export class WriteSet implements Writes {
   readonly resolutionRows: ResolutionTable[] = [];
   readonly messageRows: MessageTable[] = [];
   readonly attachmentRows: AttachmentTable[] = [];
+  readonly dedupeRows: MessageDedupeTable[] = [];
   readonly auditRows: AuditLogTable[] = [];
   readonly eventRows: EventInsert[] = [];
 
@@ -100,9 +104,10 @@ export class WriteSet implements Writes {
   };
   readonly resolutions = { insert: (row: ResolutionTable) => void this.resolutionRows.push(row) };
   readonly messages = {
-    insert: (message: MessageTable, attachments: readonly AttachmentTable[]) => {
+    insert: (message: MessageTable, attachments: readonly AttachmentTable[], dedupe: MessageDedupeTable | null) => {
       this.messageRows.push(message);
       this.attachmentRows.push(...attachments);
+      if (dedupe) this.dedupeRows.push(dedupe);
     },
   };
   readonly audit = { record: (row: AuditLogTable) => void this.auditRows.push(row) };
@@ -133,6 +138,7 @@ export class WriteSet implements Writes {
       this.emergencyInserts.every((row) => row.org_id === orgId) &&
       this.messageRows.every((row) => row.org_id === orgId) &&
       this.attachmentRows.every((row) => row.org_id === orgId) &&
+      this.dedupeRows.every((row) => row.org_id === orgId) &&
       this.auditRows.every((row) => row.org_id === orgId)
     );
   }

@@ -82,6 +82,21 @@ describe('messages: deduplication of all-inline messages', () => {
     }
   });
 
+  it('concurrent identical posts into a conversation that exists create one message and all get it', async () => {
+    for (let round = 0; round < 3; round++) {
+      const { emergencyId, path } = await fx.newEmergency();
+      assert.equal((await fx.api.post(path, { content: 'the conversation starts' })).status, 201);
+      const payload = { content: `concurrent in a conversation ${round}`, attachments: [photo()] };
+      const results = await Promise.all(Array.from({ length: 5 }, () => fx.api.post(path, payload)));
+      for (const r of results) assert.equal(r.status, 201, JSON.stringify(r.body));
+      assert.equal(new Set(results.map((r) => r.body.messageId)).size, 1);
+      for (const r of results.slice(1)) assert.deepEqual(r.body, results[0]!.body);
+      const counts = await fx.counts(emergencyId);
+      assert.equal(counts.messages, 2);
+      assert.equal(counts.attachments, 1);
+    }
+  });
+
   it('after the window an identical post is a new message', async () => {
     const { emergencyId, path } = await fx.newEmergency();
     const first = await fx.api.post(path, body());

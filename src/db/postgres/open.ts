@@ -51,6 +51,7 @@ function replay(from: WriteSet, into: Writes): void {
     into.messages.insert(
       row,
       from.attachmentRows.filter((a) => a.message_id === row.id),
+      from.dedupeRows.find((d) => d.message_id === row.id) ?? null,
     );
   }
   for (const row of from.auditRows) into.audit.record(row);

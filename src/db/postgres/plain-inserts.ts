@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type pg from 'pg';
 import { preparedQuery } from '../prepared.js';
-import type { AttachmentTable, Database, IdempotencyKeyTable, MessageTable } from '../types.js';
+import type { AttachmentTable, Database, IdempotencyKeyTable, MessageDedupeTable, MessageTable } from '../types.js';
 import type { WriteSet } from '../unit-of-work.js';
 import { auditColumns, idempotencyColumns, insertAuditSql, insertIdempotencySql } from './events.js';
 
@@ -62,6 +62,15 @@ const insertAttachmentsSql = (p: Param) => sql`
   ) as t(id, message_id, position, kind, mime_type, source, link_url, storage_key, sha256, size_bytes, caption, width, height,
     created_at)`;
 
+function dedupeColumns(rows: MessageDedupeTable[]) {
+  return { d_keys: rows.map((r) => r.dedupe_key), d_message_ids: rows.map((r) => r.message_id), d_created_ats: rows.map((r) => r.created_at) };
+}
+
+const insertDedupeSql = (p: Param) => sql`
+  insert into message_dedupe (org_id, dedupe_key, message_id, created_at)
+  select ${p('org_id')}, dedupe_key, message_id, created_at
+  from unnest(${p('d_keys')}::text[], ${p('d_message_ids')}::text[], ${p('d_created_ats')}::text[]) as d(dedupe_key, message_id, created_at)`;
+
 /**
  * The rows of a unit that inserts into one org and appends no event (a message post), as one
  * statement. PostgreSQL runs a lone statement as its own transaction, so this is one round trip where
@@ -72,6 +81,7 @@ const plainStatement = (withAnswers: boolean) =>
     sql`
       with message as (${insertMessagesSql(p)}),
       attachment as (${insertAttachmentsSql(p)}),
+      dedupe as (${insertDedupeSql(p)}),
       ${withAnswers ? sql`answers as (${insertIdempotencySql(p)}),` : sql``}
       audit as (${insertAuditSql(p)})
       select 1 as written`.compile(db),
@@ -97,6 +107,7 @@ export async function writePlainInserts(
     org_id: orgId,
     ...messageColumns(writes.messageRows),
     ...attachmentColumns(writes.attachmentRows),
+    ...dedupeColumns(writes.dedupeRows),
     ...auditColumns(writes.auditRows),
   };
   if (answer) await withAnswers.execute(target, { ...columns, ...idempotencyColumns([answer]) });

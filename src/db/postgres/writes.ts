@@ -36,6 +36,7 @@ export async function sendWrites(trx: Kysely<Database>, writes: WriteSet): Promi
   if (writes.resolutionRows.length > 0) await trx.insertInto('emergency_resolutions').values(writes.resolutionRows).execute();
   if (writes.messageRows.length > 0) await trx.insertInto('messages').values(writes.messageRows).execute();
   if (writes.attachmentRows.length > 0) await trx.insertInto('attachments').values(writes.attachmentRows).execute();
+  if (writes.dedupeRows.length > 0) await trx.insertInto('message_dedupe').values(writes.dedupeRows).execute();
   if (writes.auditRows.length > 0) await trx.insertInto('audit_logs').values(writes.auditRows).execute();
   const committed: CommittedEvent[] = [];
   for (const [orgId, events] of writes.eventsByOrg()) {

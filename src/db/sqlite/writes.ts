@@ -111,6 +111,10 @@ const insertAttachment = preparedQuery((db, p) =>
   }),
 );
 
+const insertDedupe = preparedQuery((db, p) =>
+  db.insertInto('message_dedupe').values({ org_id: p('org_id'), dedupe_key: p('dedupe_key'), message_id: p('message_id'), created_at: p('created_at') }),
+);
+
 const insertEvent = preparedQuery((db, p) =>
   db.insertInto('events').values({
     id: p('id'),
@@ -148,6 +152,7 @@ export function sendWrites(connection: JobConnection, writes: WriteSet, offsets:
   for (const row of writes.resolutionRows) insertResolution.runNow(connection, { ...row });
   for (const row of writes.messageRows) insertMessage.runNow(connection, { ...row });
   for (const row of writes.attachmentRows) insertAttachment.runNow(connection, { ...row });
+  for (const row of writes.dedupeRows) insertDedupe.runNow(connection, { ...row });
   for (const row of writes.auditRows) insertAudit.runNow(connection, { ...row });
   const committed: CommittedEvent[] = [];
   for (const [orgId, events] of writes.eventsByOrg()) {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../db/connect.js';
-import type { AttachmentTable, MessageTable } from '../../db/types.js';
+import type { AttachmentTable, MessageDedupeTable, MessageTable } from '../../db/types.js';
 import type { Writes } from '../../db/unit-of-work.js';
 import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
@@ -48,11 +48,9 @@ export async function postMessage(
   }
 
   const dedupeKey = dedupeKeyOf(ctx, emergencyId, input, prepared);
-  if (dedupeKey) {
-    // Cheap early answer for a repeat: no need to store the bytes again.
-    const replay = await freshReplay(ctx, orgId, dedupeKey);
-    if (replay) return { message: replay, created: false };
-  }
+  // Cheap early answer for a repeat: no need to store the bytes again.
+  const seen = dedupeKey ? await dedupeState(ctx, orgId, dedupeKey) : { replay: null, stale: false };
+  if (seen.replay) return { message: seen.replay, created: false };
 
   const storageKeys = await storeInline(ctx, prepared);
 
@@ -70,21 +68,21 @@ export async function postMessage(
       created_at: now,
     };
     const attachments = prepared.map((a, position) => attachmentRow(a, position, storageKeys[position] ?? null, orgId, messageId, now));
-    return { message, attachments, posted: { message: toMessageRecord(ctx.config, message, attachments), created: true } };
+    const dedupe = dedupeKey ? { org_id: orgId, dedupe_key: dedupeKey, message_id: messageId, created_at: now } : null;
+    return { message, attachments, dedupe, posted: { message: toMessageRecord(ctx.config, message, attachments), created: true } };
   };
 
-  // The common post (the conversation exists, nothing to deduplicate) reads nothing in its transaction:
-  // its rows are recorded and written as one unit (one statement on PostgreSQL).
-  if (knownConversation && !dedupeKey) {
-    const { message, attachments, posted } = newMessage(knownConversation);
-    await ctx.db.commit((writes) => recordPost(writes, caller, message, attachments), posted, caller.idempotency);
-    return posted;
-  }
-
-  // A concurrent identical post can win the dedupe row between our check and our insert; the unique
-  // key then fails our transaction, and the second attempt finds and returns the winner's message.
+  // A concurrent identical post can win the dedupe row between our check and our insert: its primary
+  // key then fails our write whole, and the winner's message is the answer.
   for (let attempt = 1; ; attempt++) {
     try {
+      // The common post (the conversation exists, no expired dedupe row to replace) reads nothing in its
+      // transaction: its rows are recorded and written as one unit (one statement on PostgreSQL).
+      if (knownConversation && !seen.stale) {
+        const { message, attachments, dedupe, posted } = newMessage(knownConversation);
+        await ctx.db.commit((writes) => recordPost(writes, caller, message, attachments, dedupe), posted, caller.idempotency);
+        return posted;
+      }
       return await ctx.db.unitOfWork(async (tx) => {
         if (dedupeKey) {
           const existing = await findDedupe(tx.db, orgId, dedupeKey);
@@ -100,22 +98,29 @@ export async function postMessage(
               .where('message_id', '=', existing.messageId)
               .execute();
           }
-          await tx.db.insertInto('message_dedupe').values({ org_id: orgId, dedupe_key: dedupeKey, message_id: messageId, created_at: now }).execute();
         }
-        const { message, attachments, posted } = newMessage(knownConversation ?? (await ensureConversation(tx, orgId, emergencyId)));
-        recordPost(tx, caller, message, attachments);
+        const { message, attachments, dedupe, posted } = newMessage(knownConversation ?? (await ensureConversation(tx, orgId, emergencyId)));
+        recordPost(tx, caller, message, attachments, dedupe);
         return posted;
       }, caller.idempotency);
     } catch (err) {
-      if (dedupeKey && attempt < 3 && isUniqueViolation(err)) continue;
-      throw err;
+      if (!dedupeKey || attempt >= 3 || !isUniqueViolation(err)) throw err;
+      const again = await dedupeState(ctx, orgId, dedupeKey);
+      if (again.replay) return { message: again.replay, created: false };
+      seen.stale = again.stale;
     }
   }
 }
 
-/** The rows of a post: the message, its attachments and its audit entry. */
-function recordPost(writes: Pick<Writes, 'messages' | 'audit'>, caller: Caller, message: MessageTable, attachments: AttachmentTable[]): void {
-  writes.messages.insert(message, attachments);
+/** The rows of a post: the message, its attachments, its dedupe row (all-inline posts) and its audit entry. */
+function recordPost(
+  writes: Pick<Writes, 'messages' | 'audit'>,
+  caller: Caller,
+  message: MessageTable,
+  attachments: AttachmentTable[],
+  dedupe: MessageDedupeTable | null,
+): void {
+  writes.messages.insert(message, attachments, dedupe);
   recordAudit(writes, caller, {
     orgId: message.org_id,
     eventCategory: 'message',
@@ -152,10 +157,12 @@ function isFresh(ctx: AppContext, createdAt: string): boolean {
   return Date.now() - Date.parse(createdAt) < ctx.config.MESSAGE_DEDUPE_WINDOW_SECONDS * 1000;
 }
 
-async function freshReplay(ctx: AppContext, orgId: string, dedupeKey: string): Promise<MessageRecord | null> {
+/** What the dedupe window holds for a key: the message to answer with when fresh, or whether an expired row is in the way. */
+async function dedupeState(ctx: AppContext, orgId: string, dedupeKey: string): Promise<{ replay: MessageRecord | null; stale: boolean }> {
   const existing = await findDedupe(ctx.db.db, orgId, dedupeKey);
-  if (!existing || !isFresh(ctx, existing.createdAt)) return null;
-  return loadMessage(ctx.db.db, ctx.config, orgId, existing.messageId);
+  if (!existing) return { replay: null, stale: false };
+  const replay = isFresh(ctx, existing.createdAt) ? await loadMessage(ctx.db.db, ctx.config, orgId, existing.messageId) : null;
+  return { replay, stale: !replay };
 }
 
 /** Stores every inline attachment; returns the object key per position (null for links). */

@@ -38,37 +38,46 @@ export const appendedEventsResult = sql<{ last_offset: string | number }>`
   from inserted
   having count(*) > 0`;
 
+/**
+ * Rows as parallel arrays, one per column, each under the name of its statement parameter: one
+ * statement (unnest of the arrays) writes any number of rows.
+ */
+export function columnArrays<R, N extends string>(rows: readonly R[], names: Record<N, keyof R>): Record<N, unknown[]> {
+  const arrays = {} as Record<N, unknown[]>;
+  for (const name in names) arrays[name] = rows.map((row) => row[names[name]]);
+  return arrays;
+}
+
 /** The event columns as parallel arrays, one statement for any number of events. */
 export function eventColumns(events: EventInsert[]) {
-  return {
-    event_ids: events.map((e) => e.id),
-    event_emergency_ids: events.map((e) => e.emergency_id),
-    event_types: events.map((e) => e.event_type),
-    event_sequences: events.map((e) => e.sequence),
-    payloads: events.map((e) => e.payload),
-    event_created_ats: events.map((e) => e.created_at),
-  };
+  return columnArrays(events, {
+    event_ids: 'id',
+    event_emergency_ids: 'emergency_id',
+    event_types: 'event_type',
+    event_sequences: 'sequence',
+    payloads: 'payload',
+    event_created_ats: 'created_at',
+  });
 }
 
 /** Emergency rows of one org as parallel arrays (every column as the service built it; the org travels once, as `org_id`). */
 export function emergencyColumns(rows: EmergencyInsert[]) {
-  const column = <K extends keyof EmergencyInsert>(key: K) => rows.map((r) => r[key]);
-  return {
-    e_ids: column('id'),
-    e_statuses: column('status'),
-    e_external_ids: column('external_id'),
-    e_category_ids: column('category_id'),
-    e_sources: column('source'),
-    e_descriptions: column('description'),
-    e_occurred_ats: column('occurred_at'),
-    e_created_ats: column('created_at'),
-    e_updated_ats: column('updated_at'),
-    e_declared_bys: column('declared_by'),
-    e_locations: column('location'),
-    e_metadatas: column('metadata'),
-    e_sequences: column('sequence'),
-    e_records: column('record'),
-  };
+  return columnArrays(rows, {
+    e_ids: 'id',
+    e_statuses: 'status',
+    e_external_ids: 'external_id',
+    e_category_ids: 'category_id',
+    e_sources: 'source',
+    e_descriptions: 'description',
+    e_occurred_ats: 'occurred_at',
+    e_created_ats: 'created_at',
+    e_updated_ats: 'updated_at',
+    e_declared_bys: 'declared_by',
+    e_locations: 'location',
+    e_metadatas: 'metadata',
+    e_sequences: 'sequence',
+    e_records: 'record',
+  });
 }
 
 export const insertEmergenciesSql = (p: Param) => sql`
@@ -85,20 +94,19 @@ export const insertEmergenciesSql = (p: Param) => sql`
     location, metadata, sequence, record)`;
 
 export function auditColumns(rows: AuditLogTable[]) {
-  const column = <K extends keyof AuditLogTable>(key: K) => rows.map((r) => r[key]);
-  return {
-    a_ids: column('id'),
-    a_occurred_ats: column('occurred_at'),
-    a_categories: column('event_category'),
-    a_types: column('event_type'),
-    a_actor_types: column('actor_type'),
-    a_actor_ids: column('actor_id'),
-    a_actor_names: column('actor_name'),
-    a_resource_types: column('resource_type'),
-    a_resource_ids: column('resource_id'),
-    a_request_ids: column('request_id'),
-    a_details: column('details'),
-  };
+  return columnArrays(rows, {
+    a_ids: 'id',
+    a_occurred_ats: 'occurred_at',
+    a_categories: 'event_category',
+    a_types: 'event_type',
+    a_actor_types: 'actor_type',
+    a_actor_ids: 'actor_id',
+    a_actor_names: 'actor_name',
+    a_resource_types: 'resource_type',
+    a_resource_ids: 'resource_id',
+    a_request_ids: 'request_id',
+    a_details: 'details',
+  });
 }
 
 export const insertAuditSql = (p: Param) => sql`
@@ -113,17 +121,16 @@ export const insertAuditSql = (p: Param) => sql`
   ) as a(id, occurred_at, event_category, event_type, actor_type, actor_id, actor_name, resource_type, resource_id, request_id, details)`;
 
 export function idempotencyColumns(rows: IdempotencyKeyTable[]) {
-  const column = <K extends keyof IdempotencyKeyTable>(key: K) => rows.map((r) => r[key]);
-  return {
-    i_api_key_ids: column('api_key_id'),
-    i_keys: column('idem_key'),
-    i_fingerprints: column('fingerprint'),
-    i_statuses: column('status'),
-    i_bodies: column('body'),
-    i_locations: column('location'),
-    i_created_ats: column('created_at'),
-    i_expires_ats: column('expires_at'),
-  };
+  return columnArrays(rows, {
+    i_api_key_ids: 'api_key_id',
+    i_keys: 'idem_key',
+    i_fingerprints: 'fingerprint',
+    i_statuses: 'status',
+    i_bodies: 'body',
+    i_locations: 'location',
+    i_created_ats: 'created_at',
+    i_expires_ats: 'expires_at',
+  });
 }
 
 export const insertIdempotencySql = (p: Param) => sql`

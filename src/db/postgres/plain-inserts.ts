@@ -3,22 +3,21 @@ import type pg from 'pg';
 import { preparedQuery } from '../prepared.js';
 import type { AttachmentTable, Database, IdempotencyKeyTable, MessageDedupeTable, MessageTable } from '../types.js';
 import type { WriteSet } from '../unit-of-work.js';
-import { auditColumns, idempotencyColumns, insertAuditSql, insertIdempotencySql } from './events.js';
+import { auditColumns, columnArrays, idempotencyColumns, insertAuditSql, insertIdempotencySql } from './events.js';
 
 /** A value placeholder of a prepared query (see preparedQuery). */
 type Param = (name: string) => any;
 
 function messageColumns(rows: MessageTable[]) {
-  const column = <K extends keyof MessageTable>(key: K) => rows.map((r) => r[key]);
-  return {
-    m_ids: column('id'),
-    m_conversation_ids: column('conversation_id'),
-    m_emergency_ids: column('emergency_id'),
-    m_contents: column('content'),
-    m_sources: column('source'),
-    m_author_names: column('author_name'),
-    m_created_ats: column('created_at'),
-  };
+  return columnArrays(rows, {
+    m_ids: 'id',
+    m_conversation_ids: 'conversation_id',
+    m_emergency_ids: 'emergency_id',
+    m_contents: 'content',
+    m_sources: 'source',
+    m_author_names: 'author_name',
+    m_created_ats: 'created_at',
+  });
 }
 
 const insertMessagesSql = (p: Param) => sql`
@@ -30,23 +29,22 @@ const insertMessagesSql = (p: Param) => sql`
   ) as m(id, conversation_id, emergency_id, content, source, author_name, created_at)`;
 
 function attachmentColumns(rows: AttachmentTable[]) {
-  const column = <K extends keyof AttachmentTable>(key: K) => rows.map((r) => r[key]);
-  return {
-    t_ids: column('id'),
-    t_message_ids: column('message_id'),
-    t_positions: column('position'),
-    t_kinds: column('kind'),
-    t_mime_types: column('mime_type'),
-    t_sources: column('source'),
-    t_link_urls: column('link_url'),
-    t_storage_keys: column('storage_key'),
-    t_sha256s: column('sha256'),
-    t_sizes: column('size_bytes'),
-    t_captions: column('caption'),
-    t_widths: column('width'),
-    t_heights: column('height'),
-    t_created_ats: column('created_at'),
-  };
+  return columnArrays(rows, {
+    t_ids: 'id',
+    t_message_ids: 'message_id',
+    t_positions: 'position',
+    t_kinds: 'kind',
+    t_mime_types: 'mime_type',
+    t_sources: 'source',
+    t_link_urls: 'link_url',
+    t_storage_keys: 'storage_key',
+    t_sha256s: 'sha256',
+    t_sizes: 'size_bytes',
+    t_captions: 'caption',
+    t_widths: 'width',
+    t_heights: 'height',
+    t_created_ats: 'created_at',
+  });
 }
 
 const insertAttachmentsSql = (p: Param) => sql`
@@ -63,7 +61,7 @@ const insertAttachmentsSql = (p: Param) => sql`
     created_at)`;
 
 function dedupeColumns(rows: MessageDedupeTable[]) {
-  return { d_keys: rows.map((r) => r.dedupe_key), d_message_ids: rows.map((r) => r.message_id), d_created_ats: rows.map((r) => r.created_at) };
+  return columnArrays(rows, { d_keys: 'dedupe_key', d_message_ids: 'message_id', d_created_ats: 'created_at' });
 }
 
 const insertDedupeSql = (p: Param) => sql`

@@ -13,6 +13,11 @@ export interface JobConnection {
   sqliteDirect(): SqliteStatements;
 }
 
+/** A prepared insert of one row of `table`, each column bound to the value of the same name. */
+function preparedInsert<T extends keyof Database & string>(table: T, columns: readonly (keyof Database[T] & string)[]) {
+  return preparedQuery((db, p) => db.insertInto(table).values(Object.fromEntries(columns.map((column) => [column, p(column)])) as any));
+}
+
 const insertEmergency = preparedQuery((db, p) =>
   db.insertInto('emergencies').values({
     id: p('id'),
@@ -49,84 +54,54 @@ const updateEmergency = preparedQuery((db, p) =>
     .where('id', '=', p('id')),
 );
 
-const insertResolution = preparedQuery((db, p) =>
-  db.insertInto('emergency_resolutions').values({
-    emergency_id: p('emergency_id'),
-    org_id: p('org_id'),
-    resolved_at: p('resolved_at'),
-    resolved_by: p('resolved_by'),
-    resolution_note: p('resolution_note'),
-    metadata: p('metadata'),
-    created_at: p('created_at'),
-  }),
-);
+const insertResolution = preparedInsert('emergency_resolutions', [
+  'emergency_id',
+  'org_id',
+  'resolved_at',
+  'resolved_by',
+  'resolution_note',
+  'metadata',
+  'created_at',
+]);
 
-const insertAudit = preparedQuery((db, p) =>
-  db.insertInto('audit_logs').values({
-    id: p('id'),
-    org_id: p('org_id'),
-    occurred_at: p('occurred_at'),
-    event_category: p('event_category'),
-    event_type: p('event_type'),
-    actor_type: p('actor_type'),
-    actor_id: p('actor_id'),
-    actor_name: p('actor_name'),
-    resource_type: p('resource_type'),
-    resource_id: p('resource_id'),
-    request_id: p('request_id'),
-    details: p('details'),
-  }),
-);
+const insertAudit = preparedInsert('audit_logs', [
+  'id',
+  'org_id',
+  'occurred_at',
+  'event_category',
+  'event_type',
+  'actor_type',
+  'actor_id',
+  'actor_name',
+  'resource_type',
+  'resource_id',
+  'request_id',
+  'details',
+]);
 
-const insertMessage = preparedQuery((db, p) =>
-  db.insertInto('messages').values({
-    id: p('id'),
-    org_id: p('org_id'),
-    conversation_id: p('conversation_id'),
-    emergency_id: p('emergency_id'),
-    content: p('content'),
-    source: p('source'),
-    author_name: p('author_name'),
-    created_at: p('created_at'),
-  }),
-);
+const insertMessage = preparedInsert('messages', ['id', 'org_id', 'conversation_id', 'emergency_id', 'content', 'source', 'author_name', 'created_at']);
 
-const insertAttachment = preparedQuery((db, p) =>
-  db.insertInto('attachments').values({
-    id: p('id'),
-    org_id: p('org_id'),
-    message_id: p('message_id'),
-    position: p('position'),
-    kind: p('kind'),
-    mime_type: p('mime_type'),
-    source: p('source'),
-    link_url: p('link_url'),
-    storage_key: p('storage_key'),
-    sha256: p('sha256'),
-    size_bytes: p('size_bytes'),
-    caption: p('caption'),
-    width: p('width'),
-    height: p('height'),
-    created_at: p('created_at'),
-  }),
-);
+const insertAttachment = preparedInsert('attachments', [
+  'id',
+  'org_id',
+  'message_id',
+  'position',
+  'kind',
+  'mime_type',
+  'source',
+  'link_url',
+  'storage_key',
+  'sha256',
+  'size_bytes',
+  'caption',
+  'width',
+  'height',
+  'created_at',
+]);
 
-const insertDedupe = preparedQuery((db, p) =>
-  db.insertInto('message_dedupe').values({ org_id: p('org_id'), dedupe_key: p('dedupe_key'), message_id: p('message_id'), created_at: p('created_at') }),
-);
+const insertDedupe = preparedInsert('message_dedupe', ['org_id', 'dedupe_key', 'message_id', 'created_at']);
 
-const insertEvent = preparedQuery((db, p) =>
-  db.insertInto('events').values({
-    id: p('id'),
-    org_id: p('org_id'),
-    stream_offset: p('stream_offset'),
-    emergency_id: p('emergency_id'),
-    event_type: p('event_type'),
-    sequence: p('sequence'),
-    payload: p('payload'),
-    created_at: p('created_at'),
-  }),
-);
+const insertEvent = preparedInsert('events', ['id', 'org_id', 'stream_offset', 'emergency_id', 'event_type', 'sequence', 'payload', 'created_at']);
 
 const emergencyForChange = preparedQuery((db, p) =>
   db
@@ -168,18 +143,7 @@ export function sendWrites(connection: JobConnection, writes: WriteSet, offsets:
   return committed;
 }
 
-const insertAnswer = preparedQuery((db, p) =>
-  db.insertInto('idempotency_keys').values({
-    api_key_id: p('api_key_id'),
-    idem_key: p('idem_key'),
-    fingerprint: p('fingerprint'),
-    status: p('status'),
-    body: p('body'),
-    location: p('location'),
-    created_at: p('created_at'),
-    expires_at: p('expires_at'),
-  }),
-);
+const insertAnswer = preparedInsert('idempotency_keys', ['api_key_id', 'idem_key', 'fingerprint', 'status', 'body', 'location', 'created_at', 'expires_at']);
 
 /** Stores a job's answer in its savepoint; a key another request committed first fails the job whole. */
 export function storeAnswer(connection: JobConnection, answer: IdempotencyKeyTable): void {

@@ -171,7 +171,6 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
     return () => stream.stop();
   }, [org, listeners, channel]);
 
-  const generation = channel?.epoch ?? -1;
   const scope = useMemo<OrgScope | null>(
     () =>
       org && channel
@@ -179,7 +178,7 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
             org,
             canWrite,
             streamState,
-            generation,
+            generation: channel.epoch,
             subscribe: (listener: Listener) => {
               listeners.add(listener);
               return () => {
@@ -188,7 +187,7 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
             },
           }
         : null,
-    [org, channel, canWrite, streamState, generation, listeners],
+    [org, channel, canWrite, streamState, listeners],
   );
 
   if (orgError) {

@@ -31,7 +31,7 @@ export async function findConversation(db: Kysely<Database>, orgId: string, emer
 }
 
 /** Call once the conversation's row has committed (a rolled-back one must never be remembered). */
-export function rememberConversation(orgId: string, emergencyId: string, conversationId: string): void {
+function rememberConversation(orgId: string, emergencyId: string, conversationId: string): void {
   conversations.set(`${orgId}/${emergencyId}`, conversationId);
 }
 

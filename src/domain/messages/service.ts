@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../db/connect.js';
-import type { AttachmentTable, MessageDedupeTable, MessageTable } from '../../db/types.js';
+import type { Kysely } from 'kysely';
+import type { AttachmentTable, Database, MessageDedupeTable, MessageTable } from '../../db/types.js';
 import type { Writes } from '../../db/unit-of-work.js';
 import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
@@ -49,7 +50,7 @@ export async function postMessage(
 
   const dedupeKey = dedupeKeyOf(ctx, emergencyId, input, prepared);
   // Cheap early answer for a repeat: no need to store the bytes again.
-  const seen = dedupeKey ? await dedupeState(ctx, orgId, dedupeKey) : { replay: null, stale: false };
+  let seen: DedupeState = dedupeKey ? await dedupeState(ctx, ctx.db.db, orgId, dedupeKey) : { replay: null, staleMessageId: null };
   if (seen.replay) return { message: seen.replay, created: false };
 
   const storageKeys = await storeInline(ctx, prepared);
@@ -78,24 +79,21 @@ export async function postMessage(
     try {
       // The common post (the conversation exists, no expired dedupe row to replace) reads nothing in its
       // transaction: its rows are recorded and written as one unit (one statement on PostgreSQL).
-      if (knownConversation && !seen.stale) {
+      if (knownConversation && !seen.staleMessageId) {
         const { message, attachments, dedupe, posted } = newMessage(knownConversation);
         await ctx.db.commit((writes) => recordPost(writes, caller, message, attachments, dedupe), posted, caller.idempotency);
         return posted;
       }
       return await ctx.db.unitOfWork(async (tx) => {
         if (dedupeKey) {
-          const existing = await findDedupe(tx.db, orgId, dedupeKey);
-          if (existing && isFresh(ctx, existing.createdAt)) {
-            const original = await loadMessage(tx.db, ctx.config, orgId, existing.messageId);
-            if (original) return { message: original, created: false };
-          }
-          if (existing) {
+          const current = await dedupeState(ctx, tx.db, orgId, dedupeKey);
+          if (current.replay) return { message: current.replay, created: false };
+          if (current.staleMessageId) {
             await tx.db
               .deleteFrom('message_dedupe')
               .where('org_id', '=', orgId)
               .where('dedupe_key', '=', dedupeKey)
-              .where('message_id', '=', existing.messageId)
+              .where('message_id', '=', current.staleMessageId)
               .execute();
           }
         }
@@ -105,9 +103,8 @@ export async function postMessage(
       }, caller.idempotency);
     } catch (err) {
       if (!dedupeKey || attempt >= 3 || !isUniqueViolation(err)) throw err;
-      const again = await dedupeState(ctx, orgId, dedupeKey);
-      if (again.replay) return { message: again.replay, created: false };
-      seen.stale = again.stale;
+      seen = await dedupeState(ctx, ctx.db.db, orgId, dedupeKey);
+      if (seen.replay) return { message: seen.replay, created: false };
     }
   }
 }
@@ -157,12 +154,17 @@ function isFresh(ctx: AppContext, createdAt: string): boolean {
   return Date.now() - Date.parse(createdAt) < ctx.config.MESSAGE_DEDUPE_WINDOW_SECONDS * 1000;
 }
 
-/** What the dedupe window holds for a key: the message to answer with when fresh, or whether an expired row is in the way. */
-async function dedupeState(ctx: AppContext, orgId: string, dedupeKey: string): Promise<{ replay: MessageRecord | null; stale: boolean }> {
-  const existing = await findDedupe(ctx.db.db, orgId, dedupeKey);
-  if (!existing) return { replay: null, stale: false };
-  const replay = isFresh(ctx, existing.createdAt) ? await loadMessage(ctx.db.db, ctx.config, orgId, existing.messageId) : null;
-  return { replay, stale: !replay };
+/** What the dedupe window holds for a key: the message to answer with when fresh, else the row in the way (expired, or its message gone). */
+interface DedupeState {
+  replay: MessageRecord | null;
+  staleMessageId: string | null;
+}
+
+async function dedupeState(ctx: AppContext, db: Kysely<Database>, orgId: string, dedupeKey: string): Promise<DedupeState> {
+  const existing = await findDedupe(db, orgId, dedupeKey);
+  if (!existing) return { replay: null, staleMessageId: null };
+  const replay = isFresh(ctx, existing.createdAt) ? await loadMessage(db, ctx.config, orgId, existing.messageId) : null;
+  return { replay, staleMessageId: replay ? null : existing.messageId };
 }
 
 /** Stores every inline attachment; returns the object key per position (null for links). */

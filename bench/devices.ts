@@ -3,7 +3,8 @@
  *   1. declare→frame latency with 100 and with 1,000 connected devices of one org (p50/p99/max over every
  *      delivery, and the time until the last device of the org has the frame), against baselines measured in
  *      the same run: the declare round trip alone and declare→frame with a single device; bare TCP fan-out
- *      floors (node:net, C with 1 and 2 threads); and the peers, the same number of subscribers reading the
+ *      floors (node:net, C with 1 and 2 threads); a bare HTTP POST + commit + node:net fan-out server
+ *      (bench/baselines/commit-fan-out.ts: the design without the product's work); and the peers, the same number of subscribers reading the
  *      same number of messages of the frame's size, one at a time, through
  *        - Mosquitto (MQTT 3.1.1, QoS 0; published with the `mqtt` client),
  *        - NATS core (published with the `nats` client, @nats-io/transport-node),
@@ -74,7 +75,7 @@ import { createDevice } from '../src/domain/devices/service.js';
 import { createApiKey } from '../src/domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/service.js';
 import { compiledTool } from './lib/c-tools.js';
-import { processCpuMs } from './lib/harness.js';
+import { processCpuMs, ROOT, startProcess, stopProcess } from './lib/harness.js';
 import { RawHttpConnection } from './lib/raw-http.js';
 import { type Arrivals, DeviceSwarm, monotonicMs } from './lib/device-swarm.js';
 
@@ -645,6 +646,66 @@ async function floorContender(name: string, label: string, server: FloorServer, 
   };
 }
 
+/**
+ * The same-run reference of the design (bench/baselines/commit-fan-out.ts): a bare server in its own process that, per
+ * HTTP POST, commits two inserts on the same kind of database and writes a buffer of the frame's size to each of its
+ * device sockets from its event loop, then answers. It is sent to and read exactly as the gateway is (a declare on a
+ * kept-alive connection; the readers time the arrivals), so the gap between the two is the product's own work (key,
+ * validation, the event, audit and offset rows, the stream), and the gap between it and a peer is what an HTTP
+ * request and a commit cost before the first write.
+ */
+async function bareGatewayContender(devices: number, bytes: number, databaseFile: string): Promise<Contender> {
+  const [port, devicePort] = [await freePort(), await freePort()];
+  const pgUrl = process.env.DATABASE_URL && /^postgres/.test(process.env.DATABASE_URL) ? process.env.DATABASE_URL : undefined;
+  const child = await startProcess(
+    ['--import', 'tsx', join(ROOT, 'bench/baselines/commit-fan-out.ts')],
+    {
+      PORT: String(port),
+      BASELINE_DEVICE_PORT: String(devicePort),
+      BASELINE_FRAME_BYTES: String(bytes),
+      ...(pgUrl ? { BASELINE_PG_URL: pgUrl } : { BASELINE_DB: databaseFile }),
+    },
+    `http://127.0.0.1:${port}/health`,
+  );
+  const swarm = DeviceSwarm.start(Math.min(READERS, devices));
+  await swarm.connect({ kind: 'tcp', port: devicePort, count: devices, bytes });
+  for (let i = 0; ; i++) {
+    const { devices: connected } = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { devices: number };
+    if (connected === devices) break;
+    if (i > 100) throw new Error(`bare gateway: ${connected} of ${devices} device sockets accepted`);
+    await sleep(50);
+  }
+  const connection = await RawHttpConnection.open(`http://127.0.0.1:${port}`);
+  const request = connection.request('POST', '/declare', {}, DECLARE_BODY);
+  const sendTimes: number[] = [];
+  // The readers number a plain socket's rounds by the bytes read: warm-up rounds count too.
+  let sent = 0;
+  let warmUp = 0;
+  return {
+    name: 'bare',
+    label: BARE_GATEWAY_LABEL,
+    count: devices,
+    swarm,
+    sendTimes,
+    async send(round) {
+      sent++;
+      if (round === 0) warmUp = sent;
+      const t0 = monotonicMs();
+      const answer = await connection.send(request);
+      if (answer.status !== 201) throw new Error(`bare gateway answered ${answer.status}`);
+      if (round > 0) sendTimes.push(monotonicMs() - t0);
+    },
+    offsetOf: (round) => (round === 0 ? sent : warmUp + round),
+    async close() {
+      connection.close();
+      await swarm.close();
+      await stopProcess(child);
+    },
+  };
+}
+
+const BARE_GATEWAY_LABEL = 'bare HTTP POST + commit + node:net fan-out';
+
 async function peerContender(name: PeerName, subscribers: number, bytes: number): Promise<Contender> {
   const peer = await startPeer(name, `${process.pid}.${subscribers}`);
   const swarm = DeviceSwarm.start(Math.min(READERS, subscribers));
@@ -794,6 +855,8 @@ async function main() {
           floorContenders.push([name, c]);
           contenders.push(c);
         }
+        const bare = await bareGatewayContender(devices, frame.wireBytes, join(dir, `bare-${devices}.db`));
+        contenders.push(bare);
         const peers: Record<string, unknown> = {};
         const peerContenders: [PeerName, Contender][] = [];
         for (const name of PEERS) {
@@ -857,6 +920,28 @@ async function main() {
           `  p99 target < 5 ms (arrival): ${all.p99 < 5 ? 'met' : 'NOT met'} (${fmt(all.p99)}); ${(all.p99 / floors.node!.arrived.p99).toFixed(2)}x the bare node:net fan-out's p99, ${(all.p99 / floors.c2!.arrived.p99).toFixed(2)}x the 2-thread C floor's; read by the co-located readers: p99 ${fmt(allRead.p99)}`,
         );
 
+        const bareRun = results.get(bare)!;
+        console.log(`\nreference (same run): ${bare.label}, ${devices} sockets (bench/baselines/commit-fan-out.ts)`);
+        const bareRoundTrip = summarize('POST round trip', bare.sendTimes);
+        const bareAll = summarize(`POST → frame arrived, every socket (${devices}/POST)`, bareRun.arrived);
+        const bareFirst = summarize('POST → frame arrived, first socket', bareRun.first);
+        const bareSpread = summarize(
+          'first → last socket',
+          bareRun.last.map((t, i) => t - bareRun.first[i]!),
+        );
+        console.log(`  missing deliveries: ${bareRun.missing}`);
+        console.log(
+          `  gateway vs this reference: p50 ${fmt(all.p50)} vs ${fmt(bareAll.p50)}, p99 ${fmt(all.p99)} vs ${fmt(bareAll.p99)}, first device p50 ${fmt(percentiles(many.first).p50)} vs ${fmt(bareFirst.p50)}`,
+        );
+        const bareGateway = {
+          label: bare.label,
+          everyDeliveryMs: bareAll,
+          firstMs: bareFirst,
+          spreadMs: bareSpread,
+          roundTripMs: bareRoundTrip,
+          missing: bareRun.missing,
+        };
+
         const phases = phaseTraceFile ? await declarePhases(server, phaseTraceFile, gateway.orgId, many, devices) : undefined;
 
         let baselineGateway: Record<string, unknown> | undefined;
@@ -918,11 +1003,13 @@ async function main() {
           declareRoundTripMs: roundTrip,
           everyDeliveryMs: all,
           everyDeliveryReadMs: allRead,
+          firstDeviceMs: percentiles(many.first),
           lastDeviceMs: percentiles(many.last).p50,
           lastDevicePercentilesMs: lastDevice,
           spreadMs: spread,
           bareTcpFanOutMs: floors.node!.arrived,
           floorsMs: floors,
+          bareGateway,
           serverCommitToAllWrittenMs: serverSide,
           missing: many.missing,
           serverCpuMsPerDeclare,
@@ -953,6 +1040,12 @@ async function main() {
           );
         }
         if (entry.baselineGateway) row(entry.devices, `gateway, ${entry.baselineGateway.label}`, entry.baselineGateway.everyDeliveryMs);
+        row(
+          entry.devices,
+          'bare HTTP POST + commit + fan-out',
+          entry.bareGateway.everyDeliveryMs,
+          `   ratio ${(entry.bareGateway.everyDeliveryMs.p99 / g.p99).toFixed(2)}`,
+        );
         for (const [name, peer] of Object.entries(entry.peers as Record<string, any>)) {
           if (peer.skipped) {
             console.log(`  ${String(entry.devices).padStart(5)}  ${name.padEnd(44)} skipped`);

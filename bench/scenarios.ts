@@ -272,6 +272,21 @@ export const scenarios: Scenario[] = [
             invalid: b.missing ? `${b.missing} declares not delivered to every device (baseline gateway)` : undefined,
           });
         }
+        // The design's reference: a bare server that commits and writes, nothing else (bench/baselines/commit-fan-out.ts).
+        const bare = l.bareGateway;
+        if (bare) {
+          rows.push({
+            metric: `push p99 vs bare HTTP POST + commit + fan-out (${l.devices} sockets)`,
+            value: l.everyDeliveryMs.p99,
+            unit: 'ms',
+            baseline: bare.everyDeliveryMs.p99,
+            baselineLabel: 'bare POST → commit → node:net writes',
+            note: `p50 ${l.everyDeliveryMs.p50.toFixed(2)} vs ${bare.everyDeliveryMs.p50.toFixed(2)} ms${
+              l.firstDeviceMs ? `; first device p50 ${l.firstDeviceMs.p50.toFixed(2)} vs ${bare.firstMs.p50.toFixed(2)} ms` : ''
+            }; the difference is the product's own work before the first write`,
+            invalid: bare.missing ? `${bare.missing} POSTs not delivered to every socket (bare server)` : undefined,
+          });
+        }
         // The issue's target: the gateway's p99 at least as good as the best peer's (peer p99 ÷ gateway p99 >= 1).
         const measuredPeers = Object.entries((l.peers ?? {}) as Record<string, any>).filter(([, p]) => !p.skipped && !p.missing);
         if (measuredPeers.length > 0) {
@@ -285,6 +300,15 @@ export const scenarios: Scenario[] = [
             target: atLeast(1),
             note: `best peer: ${bestName}; ratio = peer p99 ÷ gateway p99, >= 1: the gateway is at least as good`,
           });
+          if (bare)
+            rows.push({
+              metric: `best peer's p99 vs bare HTTP POST + commit + fan-out p99 (${l.devices} subscribers)`,
+              value: best.everyDeliveryMs.p99,
+              unit: 'ms',
+              baseline: bare.everyDeliveryMs.p99,
+              baselineLabel: 'bare POST → commit → node:net writes',
+              note: `best peer: ${bestName}; ratio = peer p99 ÷ bare server p99, < 1: a server that only commits and writes is already behind the peer`,
+            });
         }
         // The peers: the same subscribers reading the same number of messages of the frame's size through a
         // broker. The table's ratio is gateway p99 ÷ peer p99: at most 1 means the gateway is at least as good.

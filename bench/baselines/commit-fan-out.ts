@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Socket } from 'node:net';
 import Fastify from 'fastify';
 import pg from 'pg';
+import { createTwoInsertSchema } from './pg-two-insert-schema.js';
 import { openTwoInsertDb } from './two-insert-db.js';
 
 const frame = Buffer.alloc(Number(process.env.BASELINE_FRAME_BYTES ?? 910), 120);
@@ -37,11 +38,7 @@ async function openCommit(): Promise<{ commit(body: string): Promise<void> | voi
     };
   }
   const schema = `bench_commit_fan_out_${process.pid}`;
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  await admin.query(`create table ${schema}.a (id text primary key, org_id text, body text, created_at text)`);
-  await admin.query(`create table ${schema}.b (id text primary key, a_id text, payload text, created_at text)`);
+  const tables = await createTwoInsertSchema(url, schema);
   const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path=${schema}` });
   // One statement, one round trip and one commit, as the service's own one-statement declare.
   const statement = 'with a as (insert into a values ($1, $2, $3, $4)) insert into b values ($5, $1, $3, $4)';
@@ -51,8 +48,7 @@ async function openCommit(): Promise<{ commit(body: string): Promise<void> | voi
     },
     close: async () => {
       await pool.end();
-      await admin.query(`drop schema ${schema} cascade`);
-      await admin.end();
+      await tables.drop();
     },
   };
 }

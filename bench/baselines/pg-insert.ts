@@ -6,16 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import Fastify from 'fastify';
 import pg from 'pg';
+import { createTwoInsertSchema } from './pg-two-insert-schema.js';
 
 const url = process.env.BASELINE_PG_URL;
 if (!url) throw new Error('BASELINE_PG_URL is required');
 const schema = `bench_pg_baseline_${process.pid}`;
-const setup = new pg.Client({ connectionString: url });
-await setup.connect();
-await setup.query(`create schema ${schema}`);
-await setup.query(`create table ${schema}.a (id text primary key, org_id text, body text, created_at text)`);
-await setup.query(`create table ${schema}.b (id text primary key, a_id text, payload text, created_at text)`);
-await setup.end();
+const tables = await createTwoInsertSchema(url, schema);
 
 const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path=${schema}` });
 const notify = process.env.BASELINE_NOTIFY ?? 'none';
@@ -50,10 +46,7 @@ await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' });
 async function shutdown() {
   await app.close();
   await pool.end();
-  const cleanup = new pg.Client({ connectionString: url });
-  await cleanup.connect();
-  await cleanup.query(`drop schema ${schema} cascade`);
-  await cleanup.end();
+  await tables.drop();
   process.exit(0);
 }
 process.once('SIGTERM', () => void shutdown());

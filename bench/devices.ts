@@ -621,12 +621,26 @@ async function preload(server: ServerChild, ctx: AppContext): Promise<void> {
   await sleep(1000);
 }
 
+/**
+ * The round numbers of a plain socket: the readers number its rounds by the bytes read, so the warm-up sends
+ * count too. `sent(round)` records a send; `offsetOf(round)` is the number the readers see for it.
+ */
+function byteNumberedRounds() {
+  let sent = 0;
+  let warmUp = 0;
+  return {
+    sent(round: number) {
+      sent++;
+      if (round === 0) warmUp = sent;
+    },
+    offsetOf: (round: number) => (round === 0 ? sent : warmUp + round),
+  };
+}
+
 async function floorContender(name: string, label: string, server: FloorServer, devices: number, bytes: number): Promise<Contender> {
   const swarm = DeviceSwarm.start(Math.min(READERS, devices));
   await Promise.all([server.accept(devices), swarm.connect({ kind: 'tcp', port: server.port, count: devices, bytes })]);
-  // The readers number a plain socket's rounds by the bytes read: warm-up triggers count too.
-  let triggers = 0;
-  let warmUp = 0;
+  const rounds = byteNumberedRounds();
   return {
     name,
     label,
@@ -634,11 +648,10 @@ async function floorContender(name: string, label: string, server: FloorServer, 
     swarm,
     sendTimes: [],
     async send(round) {
-      triggers++;
-      if (round === 0) warmUp = triggers;
+      rounds.sent(round);
       server.trigger();
     },
-    offsetOf: (round) => (round === 0 ? triggers : warmUp + round),
+    offsetOf: rounds.offsetOf,
     async close() {
       await swarm.close();
       server.stop();
@@ -655,22 +668,22 @@ async function floorContender(name: string, label: string, server: FloorServer, 
  * request and a commit cost before the first write.
  */
 async function bareGatewayContender(devices: number, bytes: number, databaseFile: string): Promise<Contender> {
-  const [port, devicePort] = [await freePort(), await freePort()];
+  const port = await freePort();
   const pgUrl = process.env.DATABASE_URL && /^postgres/.test(process.env.DATABASE_URL) ? process.env.DATABASE_URL : undefined;
   const child = await startProcess(
     ['--import', 'tsx', join(ROOT, 'bench/baselines/commit-fan-out.ts')],
     {
       PORT: String(port),
-      BASELINE_DEVICE_PORT: String(devicePort),
       BASELINE_FRAME_BYTES: String(bytes),
       ...(pgUrl ? { BASELINE_PG_URL: pgUrl } : { BASELINE_DB: databaseFile }),
     },
     `http://127.0.0.1:${port}/health`,
   );
+  const health = async () => (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { devices: number; devicePort: number };
   const swarm = DeviceSwarm.start(Math.min(READERS, devices));
-  await swarm.connect({ kind: 'tcp', port: devicePort, count: devices, bytes });
+  await swarm.connect({ kind: 'tcp', port: (await health()).devicePort, count: devices, bytes });
   for (let i = 0; ; i++) {
-    const { devices: connected } = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { devices: number };
+    const { devices: connected } = await health();
     if (connected === devices) break;
     if (i > 100) throw new Error(`bare gateway: ${connected} of ${devices} device sockets accepted`);
     await sleep(50);
@@ -678,9 +691,7 @@ async function bareGatewayContender(devices: number, bytes: number, databaseFile
   const connection = await RawHttpConnection.open(`http://127.0.0.1:${port}`);
   const request = connection.request('POST', '/declare', {}, DECLARE_BODY);
   const sendTimes: number[] = [];
-  // The readers number a plain socket's rounds by the bytes read: warm-up rounds count too.
-  let sent = 0;
-  let warmUp = 0;
+  const rounds = byteNumberedRounds();
   return {
     name: 'bare',
     label: BARE_GATEWAY_LABEL,
@@ -688,14 +699,13 @@ async function bareGatewayContender(devices: number, bytes: number, databaseFile
     swarm,
     sendTimes,
     async send(round) {
-      sent++;
-      if (round === 0) warmUp = sent;
+      rounds.sent(round);
       const t0 = monotonicMs();
       const answer = await connection.send(request);
       if (answer.status !== 201) throw new Error(`bare gateway answered ${answer.status}`);
       if (round > 0) sendTimes.push(monotonicMs() - t0);
     },
-    offsetOf: (round) => (round === 0 ? sent : warmUp + round),
+    offsetOf: rounds.offsetOf,
     async close() {
       connection.close();
       await swarm.close();

@@ -4,12 +4,12 @@
 // answers 201. No key check, no validation, no event stream: what is left when the product's own work is
 // taken out, so that the device benchmark can show how much of the gateway's time any HTTP-and-commit design
 // pays on this machine before its first socket write.
-//   PORT               the HTTP port; BASELINE_DEVICE_PORT the plain TCP port the devices connect to
+//   PORT               the HTTP port; the devices connect to the plain TCP port that GET /health names
 //   BASELINE_FRAME_BYTES the buffer written to each device per alert
 //   BASELINE_DB        the SQLite file (default in memory), or BASELINE_PG_URL for PostgreSQL (its own schema,
 //                      dropped at exit)
 import { randomUUID } from 'node:crypto';
-import { createServer, type Socket } from 'node:net';
+import { type AddressInfo, createServer, type Socket } from 'node:net';
 import Fastify from 'fastify';
 import pg from 'pg';
 import { createTwoInsertSchema } from './pg-two-insert-schema.js';
@@ -23,7 +23,7 @@ const deviceServer = createServer((socket) => {
   socket.on('close', () => devices.delete(socket));
   socket.on('error', () => socket.destroy());
 });
-await new Promise<void>((resolve) => deviceServer.listen(Number(process.env.BASELINE_DEVICE_PORT ?? 0), '127.0.0.1', resolve));
+await new Promise<void>((resolve) => deviceServer.listen(0, '127.0.0.1', resolve));
 
 /** Commits the alert's two rows; resolves once they are durable as the service's commit is. */
 async function openCommit(): Promise<{ commit(body: string): Promise<void> | void; close(): Promise<void> }> {
@@ -60,7 +60,8 @@ app.post('/declare', async (req, reply) => {
   for (const socket of devices) socket.write(frame);
   return reply.code(201).send({ ok: true });
 });
-app.get('/health', async () => ({ ok: true, devices: devices.size }));
+const devicePort = (deviceServer.address() as AddressInfo).port;
+app.get('/health', async () => ({ ok: true, devices: devices.size, devicePort }));
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' });
 
 async function shutdown() {

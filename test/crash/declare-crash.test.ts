@@ -258,7 +258,9 @@ describe('crash safety of acknowledged declares', () => {
     for (const req of receiver.forPath('/hook')) {
       const envelope = verify(secret, req);
       if (envelope.eventType !== 'emergency.declared') continue;
-      arrivals.set(envelope.emergencyId, [...(arrivals.get(envelope.emergencyId) ?? []), req.receivedAt]);
+      const times = arrivals.get(envelope.emergencyId);
+      if (times) times.push(req.receivedAt);
+      else arrivals.set(envelope.emergencyId, [req.receivedAt]);
     }
     const afterRestart: number[] = [];
     const notAttemptedAgain: string[] = [];

@@ -1,7 +1,8 @@
-import { createContext, type ComponentChildren } from 'preact';
-import { useContext, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import type { ComponentChildren } from 'preact';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { allPages, ApiError, onUnauthorized, pub, unwrap } from './api';
 import { ErrorNote, Link, Loading } from './components';
+import { type Listener, OrgContext, type OrgScope, type Session, SessionContext, useSession } from './context';
 import { ApiKeysPage } from './pages/api-keys';
 import { AuditPage } from './pages/audit';
 import { BoardPage } from './pages/board';
@@ -11,53 +12,9 @@ import { OrgPicker } from './pages/org-picker';
 import { SignIn } from './pages/sign-in';
 import { WebhooksPage } from './pages/webhooks';
 import { navigate, parse, paths, type Route, useLocation } from './router';
-import { clearSession, currentKey, type KeyKind, keyKind } from './session';
+import { clearSession, currentKey, keyKind } from './session';
 import { OrgStream, type StreamState } from './stream';
-import type { EventEnvelope, Org } from './types';
-
-export interface Session {
-  key: string;
-  kind: KeyKind;
-  orgs: Org[] | null;
-  setOrgs(orgs: Org[]): void;
-  signOut(message?: string): void;
-}
-
-const SessionContext = createContext<Session | null>(null);
-
-export function useSession(): Session {
-  const session = useContext(SessionContext);
-  if (!session) throw new Error('no session');
-  return session;
-}
-
-export type Listener = (offset: number, event: EventEnvelope) => void;
-
-export interface OrgScope {
-  org: Org;
-  /** null while unknown: API keys are probed once per org; admin keys always write. */
-  canWrite: boolean | null;
-  streamState: StreamState;
-  /** Bumped when the live channel had to start over (events past retention): pages load again. */
-  generation: number;
-  subscribe(listener: Listener): () => void;
-}
-
-const OrgContext = createContext<OrgScope | null>(null);
-
-export function useOrg(): OrgScope {
-  const scope = useContext(OrgContext);
-  if (!scope) throw new Error('no organization');
-  return scope;
-}
-
-/** Subscribes to the org's live events for the life of the calling component. */
-export function useLiveEvents(listener: Listener): void {
-  const { subscribe } = useOrg();
-  const ref = useRef(listener);
-  ref.current = listener;
-  useEffect(() => subscribe((offset, event) => ref.current(offset, event)), [subscribe]);
-}
+import type { Org } from './types';
 
 const PROBE_EMERGENCY = '00000000-0000-4000-8000-000000000000';
 

@@ -1,9 +1,9 @@
 import { useId, useState } from 'preact/hooks';
 import { admin, allPages, unwrap } from '../api';
-import { useOrg } from '../app';
+import { useOrg } from '../context';
 import { ConfirmDialog, ErrorNote, Loading, SecretOnce, Time, useLoad } from '../components';
 import type { ApiKey } from '../types';
-import { covers, describeSubject } from './webhooks';
+import { covers, describeSubject } from '../subjects';
 
 /** API keys that reach this organization: mint one for it (shown once), rotate, revoke. */
 export function ApiKeysPage() {

@@ -1,6 +1,6 @@
 import { useId, useState } from 'preact/hooks';
 import { pub, unwrap } from '../api';
-import { useOrg } from '../app';
+import { useOrg } from '../context';
 import { ErrorNote, Loading, Time, useLoad } from '../components';
 import type { AuditEntry } from '../types';
 

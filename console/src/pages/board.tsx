@@ -1,6 +1,6 @@
 import { useEffect, useId, useRef, useState } from 'preact/hooks';
 import { allPages, pub, unwrap } from '../api';
-import { useLiveEvents, useOrg } from '../app';
+import { useLiveEvents, useOrg } from '../context';
 import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, Note, Severity, StatusBadge, Time } from '../components';
 import { paths } from '../router';
 import type { Category, Emergency, EmergencyStatus } from '../types';

@@ -1,6 +1,6 @@
 import { useEffect, useId, useState } from 'preact/hooks';
 import { admin, allPages, pub, unwrap } from '../api';
-import { useLiveEvents, useOrg, useSession } from '../app';
+import { useLiveEvents, useOrg, useSession } from '../context';
 import { ConfirmDialog, ErrorNote, Loading, SecretOnce, Time, useLoad } from '../components';
 import type { AdminDevice, DeviceStatus } from '../types';
 

@@ -1,6 +1,6 @@
 import { useEffect, useId, useState } from 'preact/hooks';
 import { allPages, ApiError, attachmentUrl, explain, pub, unwrap } from '../api';
-import { useLiveEvents, useOrg } from '../app';
+import { useLiveEvents, useOrg } from '../context';
 import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, Note, Severity, StatusBadge, Time, useLoad } from '../components';
 import { paths } from '../router';
 import type { Attachment, Emergency, FeedItem, Message, Receipts } from '../types';

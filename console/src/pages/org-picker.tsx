@@ -1,6 +1,6 @@
 import { useEffect, useId, useState } from 'preact/hooks';
 import { allPages, pub, unwrap } from '../api';
-import { useSession } from '../app';
+import { useSession } from '../context';
 import { ErrorNote, Link, Loading } from '../components';
 import { paths } from '../router';
 import type { Org } from '../types';

@@ -9,19 +9,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { monotonicMs } from '../../bench/lib/device-swarm.js';
+import { monotonicMs } from '../lib/device-swarm.js';
 import { createContext } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice } from '../../src/domain/devices/service.js';
-import { type ChildServer, spawnServer } from '../helpers/child-server.js';
-import { freshDatabaseUrl } from '../helpers/db.js';
-import { client } from '../helpers/http.js';
-import { createOrgTree, mintKey } from '../helpers/server.js';
-import { connectDevice } from '../devices/support.js';
+import { type ChildServer, spawnServer } from '../../test/helpers/child-server.js';
+import { freshDatabaseUrl } from '../../test/helpers/db.js';
+import { client } from '../../test/helpers/http.js';
+import { createOrgTree, mintKey } from '../../test/helpers/server.js';
+import { connectDevice } from '../../test/devices/support.js';
 
-const PHASE_TRACE = fileURLToPath(new URL('../../bench/lib/phase-trace.mjs', import.meta.url));
+const PHASE_TRACE = fileURLToPath(new URL('../lib/phase-trace.mjs', import.meta.url));
 
 describe('benchmark phase trace', () => {
   const database = freshDatabaseUrl();

@@ -10,8 +10,8 @@ import { type AddressInfo, createServer, type Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { compiledTool } from '../../bench/lib/c-tools.js';
-import { DeviceSwarm, monotonicMs } from '../../bench/lib/device-swarm.js';
+import { compiledTool } from '../lib/c-tools.js';
+import { DeviceSwarm, monotonicMs } from '../lib/device-swarm.js';
 
 const eventFrame = (offset: number, padding: number) => JSON.stringify({ type: 'event', offset, event: { data: 'x'.repeat(padding) } });
 

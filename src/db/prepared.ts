@@ -33,8 +33,8 @@ type Param<N extends string> = (name: N) => any;
  * values. Building a query (parsing references, creating and freezing operation nodes, compiling)
  * costs more than SQLite takes to run a short statement, so the hot paths (declare, get) build theirs
  * once, and run them beside Kysely's driver (its connection lock and promise hops cost more than the
- * statement: with this and the stored record, GET went from about 207k to 147k instructions a request,
- * 0.22-0.34x to 0.45-0.60x the bare echo in bench/declare.ts). The builder names each varying value with `p('name')`; every other value stays as built.
+ * statement; docs/benchmarks.md). The builder names each varying value with `p('name')`; every other
+ * value stays as built.
  * Values must not change the query's shape: pass null (never undefined) for absent optional values.
  */
 export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>, p: Param<N>) => Compilable<R> | CompiledQuery<R>) {

@@ -5,8 +5,7 @@ import { type JSONRPCMessage, type JSONRPCRequest, JSONRPCRequestSchema, SUPPORT
 /**
  * The common tool-server exchange, one JSON-RPC request answered with one JSON body, without the
  * SDK's web-standard transport. That transport builds a web Request, a Response and a body stream
- * for every call, which measured at a large share of a tool call (bench/mcp.ts: a plain call went from
- * about 1,120k to 820k instructions, MCP create from 0.40-0.45x to 0.58-0.67x REST declare); the tool server itself (the SDK's
+ * for every call, a large share of a tool call (docs/benchmarks.md); the tool server itself (the SDK's
  * McpServer: tool lookup, argument and result validation) is the same on both paths.
  *
  * `directCall` returns the request only when the SDK's transport would hand it to the server as is

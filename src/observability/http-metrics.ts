@@ -14,10 +14,9 @@ type Value = { labels: Record<string, string | number>; value: number; metricNam
 
 /**
  * http_requests_total and http_request_duration_seconds, recorded for every request. prom-client's
- * own Counter and Histogram hash the label object on every call, which measured at about a tenth of
- * the instructions of a whole small request; here each (method, route, status) is looked up by one
- * string key and counted in place, and the registry renders it like any prom-client metric (same
- * names, labels, buckets and text format) when /metrics is scraped.
+ * own Counter and Histogram hash the label object on every call, a noticeable cost on a small request
+ * (docs/benchmarks.md); here each (method, route, status) is one string key counted in place, rendered
+ * like any prom-client metric when /metrics is scraped.
  */
 export class HttpRequestMetrics {
   private readonly series = new Map<string, Series>();

@@ -142,9 +142,7 @@ export class SqliteGroupCommitter {
   /**
    * A batch of recorded jobs (declares) reads nothing as it goes, so it runs from BEGIN to COMMIT in
    * one synchronous step on the connection, without Kysely's transaction: nothing here yields, so no
-   * other statement can come between, and Kysely's connection lock and promise hops are saved: about
-   * 0.07 ms of a lone declare's 0.5 ms from the batch's start to its commit on an idle server, within
-   * the noise of bench/commit-path.ts in process. Throws, rolled back, when the batch failed whole.
+   * other statement can come between. Throws, rolled back, when the batch failed whole.
    */
   private commitRecorded(batch: Job[], outcomes: Outcome[]): void {
     const connection: JobConnection = { db: this.db, dialect: 'sqlite', sqliteDirect: () => this.statements };

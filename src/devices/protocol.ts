@@ -5,8 +5,6 @@
  * Device frames: {"type":"ack","offset":N} (recorded as the acknowledged offset) and
  * {"type":"pong"}; any frame, and any WebSocket pong, counts as a sign of life.
  */
-import * as ws from 'ws';
-
 export const DEVICE_STREAM_PATH = '/devices/v1/stream';
 
 /** Close codes, 4000 + the closest HTTP status, so firmware can map them without a table lookup. */
@@ -36,17 +34,27 @@ export function eventFrame(offset: number, payload: string): Buffer {
   return Buffer.from(`{"type":"event","offset":${offset},"event":${payload}}`);
 }
 
-/** ws's framing function (public in ws, absent from its type definitions). */
-const { Sender } = ws as unknown as {
-  Sender: { frame(data: Buffer, options: { fin: boolean; opcode: number; mask: boolean; readOnly: boolean; rsv1: boolean }): Buffer[] };
-};
-
 /**
- * A text frame as it goes on the wire (server frames are unmasked, so the bytes are the same for
- * every socket): a live event is framed once and the same buffer is written to each device.
+ * A text frame as it goes on the wire (RFC 6455 §5.2: FIN and the text opcode, the payload length in
+ * 7, 16 or 64 bits, no mask from a server), so a live event is framed once and the same bytes are
+ * written to every device.
  */
 export function wireTextFrame(payload: Buffer): Buffer {
-  return Buffer.concat(Sender.frame(payload, { fin: true, opcode: 0x1, mask: false, readOnly: true, rsv1: false }));
+  const length = payload.length;
+  const headerLength = length < 126 ? 2 : length < 65_536 ? 4 : 10;
+  const frame = Buffer.allocUnsafe(headerLength + length);
+  frame[0] = 0x81;
+  if (length < 126) {
+    frame[1] = length;
+  } else if (length < 65_536) {
+    frame[1] = 126;
+    frame.writeUInt16BE(length, 2);
+  } else {
+    frame[1] = 127;
+    frame.writeBigUInt64BE(BigInt(length), 2);
+  }
+  payload.copy(frame, headerLength);
+  return frame;
 }
 
 export type DeviceFrame = { type: 'ack'; offset: number } | { type: 'pong' } | { type: 'other' };

@@ -11,6 +11,9 @@ import type { AttachmentTable, AuditLogTable, Database, EmergencyTable, EventTab
 /** An emergency row as the service writes it (every column: the adapter adds nothing). */
 export type EmergencyInsert = Omit<EmergencyTable, 'record' | 'record_sequence'> & { record: string };
 
+/** An emergency row as an adapter writes it. */
+export type EmergencyRow = EmergencyInsert & { record_sequence: number };
+
 /** The columns a transition changes; `record` is the emergency's new API record at `sequence`. */
 export type EmergencyChange = Pick<EmergencyTable, 'status' | 'category_id' | 'sequence' | 'updated_at'> & { record: string };
 
@@ -89,8 +92,9 @@ export interface UnitOfWorkParts {
 
 /** The buffered writes of one unit, in the order the adapter sends them. */
 export class WriteSet implements Writes {
-  readonly emergencyInserts: EmergencyInsert[] = [];
-  readonly emergencyChanges: { orgId: string; id: string; change: EmergencyChange }[] = [];
+  /** Rows as stored: the record is valid at the row's sequence. */
+  readonly emergencyInserts: EmergencyRow[] = [];
+  readonly emergencyChanges: { orgId: string; id: string; change: EmergencyChange & { record_sequence: number } }[] = [];
   readonly resolutionRows: ResolutionTable[] = [];
   readonly messageRows: MessageTable[] = [];
   readonly attachmentRows: AttachmentTable[] = [];
@@ -99,8 +103,9 @@ export class WriteSet implements Writes {
   readonly eventRows: EventInsert[] = [];
 
   readonly emergencies = {
-    insert: (row: EmergencyInsert) => void this.emergencyInserts.push(row),
-    update: (orgId: string, id: string, change: EmergencyChange) => void this.emergencyChanges.push({ orgId, id, change }),
+    insert: (row: EmergencyInsert) => void this.emergencyInserts.push({ ...row, record_sequence: row.sequence }),
+    update: (orgId: string, id: string, change: EmergencyChange) =>
+      void this.emergencyChanges.push({ orgId, id, change: { ...change, record_sequence: change.sequence } }),
   };
   readonly resolutions = { insert: (row: ResolutionTable) => void this.resolutionRows.push(row) };
   readonly messages = {

@@ -3,17 +3,8 @@ import type pg from 'pg';
 import { preparedQuery } from '../prepared.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
 import type { WriteSet } from '../unit-of-work.js';
-import {
-  appendedEventsResult,
-  appendEventsCtes,
-  auditColumns,
-  emergencyColumns,
-  eventColumns,
-  idempotencyColumns,
-  insertAuditSql,
-  insertEmergenciesSql,
-  insertIdempotencySql,
-} from './events.js';
+import { insertRows, rowArrays } from '../insert-columns.js';
+import { appendedEventsResult, appendEventsCtes, eventColumns } from './events.js';
 
 /** Most units written by one statement. */
 const MAX_BATCH = 256;
@@ -28,9 +19,9 @@ const MAX_BATCH = 256;
 const batchStatement = (withAnswers: boolean) =>
   preparedQuery((db, p) =>
     sql<{ last_offset: string | number }>`
-      with emergency as (${insertEmergenciesSql(p)}),
-      audit as (${insertAuditSql(p)}),
-      ${withAnswers ? sql`answers as (${insertIdempotencySql(p)}),` : sql``}
+      with emergency as (${insertRows('emergencies', p, true)}),
+      audit as (${insertRows('audit_logs', p, true)}),
+      ${withAnswers ? sql`answers as (${insertRows('idempotency_keys', p, false)}),` : sql``}
       ${appendEventsCtes(p)}
       ${appendedEventsResult}`.compile(db),
   );
@@ -114,13 +105,21 @@ export class PgInsertBatcher {
     const answers = batch.flatMap((pending) => (pending.answer ? [pending.answer] : []));
     const columns = {
       org_id: orgId,
-      ...emergencyColumns(all((w) => w.emergencyInserts)),
-      ...auditColumns(all((w) => w.auditRows)),
+      ...rowArrays(
+        'emergencies',
+        all((w) => w.emergencyInserts),
+        true,
+      ),
+      ...rowArrays(
+        'audit_logs',
+        all((w) => w.auditRows),
+        true,
+      ),
       ...eventColumns(all((w) => w.eventRows)),
     };
     const [result] =
       answers.length > 0
-        ? await insertBatch.execute(this.target, { ...columns, ...idempotencyColumns(answers) })
+        ? await insertBatch.execute(this.target, { ...columns, ...rowArrays('idempotency_keys', answers, false) })
         : await insertBatchWithoutAnswers.execute(this.target, columns);
     if (!result) throw new Error(`Organization ${orgId} does not exist.`);
     return Number(result.last_offset);

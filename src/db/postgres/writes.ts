@@ -20,18 +20,10 @@ export function lockEmergency(trx: Kysely<Database>, orgId: string, id: string):
 /** Sends a unit's recorded writes inside its transaction; returns the last offset written per org. */
 export async function sendWrites(trx: Kysely<Database>, writes: WriteSet): Promise<CommittedEvent[]> {
   if (writes.emergencyInserts.length > 0) {
-    await trx
-      .insertInto('emergencies')
-      .values(writes.emergencyInserts.map((row) => ({ ...row, record_sequence: row.sequence })))
-      .execute();
+    await trx.insertInto('emergencies').values(writes.emergencyInserts).execute();
   }
   for (const { orgId, id, change } of writes.emergencyChanges) {
-    await trx
-      .updateTable('emergencies')
-      .set({ ...change, record_sequence: change.sequence })
-      .where('org_id', '=', orgId)
-      .where('id', '=', id)
-      .execute();
+    await trx.updateTable('emergencies').set(change).where('org_id', '=', orgId).where('id', '=', id).execute();
   }
   if (writes.resolutionRows.length > 0) await trx.insertInto('emergency_resolutions').values(writes.resolutionRows).execute();
   if (writes.messageRows.length > 0) await trx.insertInto('messages').values(writes.messageRows).execute();

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { SqliteStatements } from '../handle.js';
+import { type InsertColumn, type InsertedTable, insertColumns } from '../insert-columns.js';
 import { preparedQuery } from '../prepared.js';
 import { IdempotencyKeyTaken, isIdempotencyKeyConflict } from '../idempotency.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
@@ -14,30 +15,11 @@ export interface JobConnection {
 }
 
 /** A prepared insert of one row of `table`, each column bound to the value of the same name. */
-function preparedInsert<T extends keyof Database & string>(table: T, columns: readonly (keyof Database[T] & string)[]) {
+function preparedInsert<T extends InsertedTable>(table: T, columns: readonly InsertColumn<T>[] = insertColumns(table)) {
   return preparedQuery((db, p) => db.insertInto(table).values(Object.fromEntries(columns.map((column) => [column, p(column)])) as any));
 }
 
-const insertEmergency = preparedQuery((db, p) =>
-  db.insertInto('emergencies').values({
-    id: p('id'),
-    org_id: p('org_id'),
-    status: p('status'),
-    external_id: p('external_id'),
-    category_id: p('category_id'),
-    source: p('source'),
-    description: p('description'),
-    occurred_at: p('occurred_at'),
-    created_at: p('created_at'),
-    updated_at: p('updated_at'),
-    declared_by: p('declared_by'),
-    location: p('location'),
-    metadata: p('metadata'),
-    sequence: p('sequence'),
-    record: p('record'),
-    record_sequence: p('sequence'),
-  }),
-);
+const insertEmergency = preparedInsert('emergencies');
 
 const updateEmergency = preparedQuery((db, p) =>
   db
@@ -48,60 +30,18 @@ const updateEmergency = preparedQuery((db, p) =>
       sequence: p('sequence'),
       updated_at: p('updated_at'),
       record: p('record'),
-      record_sequence: p('sequence'),
+      record_sequence: p('record_sequence'),
     })
     .where('org_id', '=', p('org_id'))
     .where('id', '=', p('id')),
 );
 
-const insertResolution = preparedInsert('emergency_resolutions', [
-  'emergency_id',
-  'org_id',
-  'resolved_at',
-  'resolved_by',
-  'resolution_note',
-  'metadata',
-  'created_at',
-]);
-
-const insertAudit = preparedInsert('audit_logs', [
-  'id',
-  'org_id',
-  'occurred_at',
-  'event_category',
-  'event_type',
-  'actor_type',
-  'actor_id',
-  'actor_name',
-  'resource_type',
-  'resource_id',
-  'request_id',
-  'details',
-]);
-
-const insertMessage = preparedInsert('messages', ['id', 'org_id', 'conversation_id', 'emergency_id', 'content', 'source', 'author_name', 'created_at']);
-
-const insertAttachment = preparedInsert('attachments', [
-  'id',
-  'org_id',
-  'message_id',
-  'position',
-  'kind',
-  'mime_type',
-  'source',
-  'link_url',
-  'storage_key',
-  'sha256',
-  'size_bytes',
-  'caption',
-  'width',
-  'height',
-  'created_at',
-]);
-
-const insertDedupe = preparedInsert('message_dedupe', ['org_id', 'dedupe_key', 'message_id', 'created_at']);
-
-const insertEvent = preparedInsert('events', ['id', 'org_id', 'stream_offset', 'emergency_id', 'event_type', 'sequence', 'payload', 'created_at']);
+const insertResolution = preparedInsert('emergency_resolutions');
+const insertAudit = preparedInsert('audit_logs');
+const insertMessage = preparedInsert('messages');
+const insertAttachment = preparedInsert('attachments');
+const insertDedupe = preparedInsert('message_dedupe');
+const insertEvent = preparedInsert('events');
 
 const emergencyForChange = preparedQuery((db, p) =>
   db
@@ -122,7 +62,7 @@ export async function lockEmergency(connection: JobConnection, orgId: string, id
  * their org's next offsets from the batch (see BatchEventOffsets). Returns the last offset per org.
  */
 export function sendWrites(connection: JobConnection, writes: WriteSet, offsets: BatchEventOffsets): CommittedEvent[] {
-  for (const row of writes.emergencyInserts) insertEmergency.runNow(connection, row);
+  for (const row of writes.emergencyInserts) insertEmergency.runNow(connection, { ...row });
   for (const { orgId, id, change } of writes.emergencyChanges) updateEmergency.runNow(connection, { ...change, org_id: orgId, id });
   for (const row of writes.resolutionRows) insertResolution.runNow(connection, { ...row });
   for (const row of writes.messageRows) insertMessage.runNow(connection, { ...row });
@@ -143,7 +83,7 @@ export function sendWrites(connection: JobConnection, writes: WriteSet, offsets:
   return committed;
 }
 
-const insertAnswer = preparedInsert('idempotency_keys', ['api_key_id', 'idem_key', 'fingerprint', 'status', 'body', 'location', 'created_at', 'expires_at']);
+const insertAnswer = preparedInsert('idempotency_keys');
 
 /** Stores a job's answer in its savepoint; a key another request committed first fails the job whole. */
 export function storeAnswer(connection: JobConnection, answer: IdempotencyKeyTable): void {

@@ -10,7 +10,6 @@ export function openDatabase(url: string, timeouts: DatabaseTimeouts = DEFAULT_T
   return url.startsWith('sqlite:') ? openSqlite(url.slice('sqlite:'.length), timeouts) : openPostgres(url, timeouts);
 }
 
-/** A transaction of a service: see UnitOfWork. */
 export type Tx = UnitOfWork;
 
 /** Runs `fn` as one unit of work; with an Idempotency-Key scope, its answer is stored in the same transaction. */

@@ -12,10 +12,8 @@ export interface StoredAnswer {
 }
 
 /**
- * The Idempotency-Key of the request being served, set by the surface and handed by the service to
- * its unit of work (it travels with the Caller). The first unit of the request whose value `answer`
- * turns into an answer stores that answer in its own transaction; an answer of null means the unit
- * made no write worth replaying (the key stays free).
+ * The request's Idempotency-Key, handed by the service to its units of work. The first unit whose value `answer`
+ * turns into an answer stores it in its own transaction; null means nothing worth replaying (the key stays free).
  */
 export interface IdempotencyScope {
   apiKeyId: string;
@@ -49,10 +47,7 @@ export function idempotencyRow(scope: IdempotencyScope | undefined, value: unkno
   };
 }
 
-/**
- * The key's answer was committed by another request (another instance, or a race this instance's
- * in-flight check did not see): this unit was rolled back whole, and the stored answer is to be replayed.
- */
+/** Another request committed the key's answer first: this unit was rolled back whole and the stored answer is replayed. */
 export class IdempotencyKeyTaken extends Error {
   constructor(
     readonly apiKeyId: string,

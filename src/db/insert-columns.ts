@@ -7,9 +7,8 @@ type ColumnType = 'text' | 'integer';
 type ColumnsOf<T extends keyof Database> = { [C in keyof Database[T] & string]-?: ColumnType };
 
 /**
- * Every column of each table the write path inserts into, with its PostgreSQL type. Stated once and
- * checked by the compiler against the table types (a column missing here, or one the table lacks, is
- * a type error); both adapters build their insert statements from it.
+ * Every column the write path inserts, with its PostgreSQL type. The compiler checks it against the table
+ * types, so both adapters' insert statements, built from it, cannot miss a column.
  */
 export const INSERT_COLUMNS = {
   emergencies: {
@@ -125,10 +124,7 @@ export function columnArrays<T extends InsertedTable>(
   return arrays;
 }
 
-/**
- * `unnest` of the table's column arrays with their casts, `as alias(columns...)`: a FROM item that
- * yields any number of rows from one array parameter per column. `withOrdinality` adds a column `n`.
- */
+/** A FROM item yielding any number of rows from one array parameter per column (`withOrdinality` adds a column `n`). */
 export function unnestRows<T extends InsertedTable>(
   table: T,
   columns: readonly InsertColumn<T>[],
@@ -142,10 +138,7 @@ export function unnestRows<T extends InsertedTable>(
   return sql`unnest(${sql.join(arrays)})${withOrdinality ? sql` with ordinality` : sql``} as ${sql.id(alias)}(${sql.join(names)})`;
 }
 
-/**
- * A multi-row insert from one array parameter per column. With `orgOnce`, the rows are all of one org,
- * which travels once, as the parameter `org_id`, instead of as an array.
- */
+/** A multi-row insert from one array parameter per column; with `orgOnce`, the rows' one org travels once, as `org_id`. */
 export function insertRows<T extends InsertedTable>(table: T, p: (name: string) => unknown, orgOnce: boolean): RawBuilder<unknown> {
   const all = insertColumns(table);
   const arrayed = orgOnce ? all.filter((column) => column !== 'org_id') : all;

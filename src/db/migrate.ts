@@ -4,16 +4,10 @@ import { migrations } from './migrations/index.js';
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
-/**
- * With a schema in the URL, Kysely is told to keep its bookkeeping tables there (it creates the schema
- * when it is new).
- */
+// Kysely keeps its bookkeeping tables in the URL's schema, if any.
 const migratorFor = (handle: DbHandle) => new Migrator({ db: handle.db, provider, ...(handle.pgSchema ? { migrationTableSchema: handle.pgSchema } : {}) });
 
-/**
- * Applies pending migrations. Kysely creates the schema named in the URL if it is new, and takes a
- * lock, so instances starting together apply them once.
- */
+/** Applies pending migrations; Kysely's lock makes instances starting together apply them once. */
 export async function migrateToLatest(handle: DbHandle): Promise<string[]> {
   // Without the statement timeout: an index built on a large table may rightly take minutes.
   const maintenance = handle.unbounded?.() ?? handle;

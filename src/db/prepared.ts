@@ -29,18 +29,12 @@ const SENTINEL_PREFIX = '\u0000prepared-param:';
 type Param<N extends string> = (name: N) => any;
 
 /**
- * A query of fixed shape whose SQL is built by Kysely once per dialect and then only re-bound to new
- * values. Building a query (parsing references, creating and freezing operation nodes, compiling)
- * costs more than SQLite takes to run a short statement, so the hot paths (declare, get) build theirs
- * once, and run them beside Kysely's driver (its connection lock and promise hops cost more than the
- * statement; docs/benchmarks.md). The builder names each varying value with `p('name')`; every other
- * value stays as built.
- * Values must not change the query's shape: pass null (never undefined) for absent optional values.
+ * A query built by Kysely once per dialect, then only re-bound: building costs more than SQLite takes to run a
+ * short statement. Name varying values `p('name')`; pass null, never undefined, so the shape never changes.
  */
 export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>, p: Param<N>) => Compilable<R> | CompiledQuery<R>) {
   const compiled = new Map<Dialect, { query: CompiledQuery<R>; slots: (N | { constant: unknown })[] }>();
-  // Names a server-side prepared statement on PostgreSQL; unique in the process, which is what pg needs
-  // (it prepares a name once per connection).
+  // Unique in the process: pg prepares a statement name once per connection.
   const name = `emergency_api_q${++statementCount}`;
 
   function compile(target: Target) {
@@ -69,11 +63,7 @@ export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>,
       });
       return { ...query, parameters };
     },
-    /**
-     * Runs the query. Outside a transaction on PostgreSQL it runs as a named statement straight on the
-     * pool: the server parses and plans it once per connection instead of on every call, which for the
-     * hot statements (the one-statement declare above all) is a large share of their cost.
-     */
+    /** Runs the query; outside a transaction on PostgreSQL as a named statement, so each connection plans it only once. */
     async execute(target: Target, values: Record<N, unknown>): Promise<R[]> {
       const query = this.bind(target, values);
       if (target.pgPool) {
@@ -85,10 +75,7 @@ export function preparedQuery<N extends string, R>(build: (db: Kysely<Database>,
       const result = await target.db.executeQuery(query);
       return result.rows;
     },
-    /**
-     * Runs the query at once on a SQLite connection that takes statements directly (a group-commit
-     * job's writes): no promise per statement.
-     */
+    /** Runs the query at once on a connection taking statements directly (a group-commit job's writes): no promise per statement. */
     runNow(target: Omit<Target, 'sqliteDirect'> & { sqliteDirect(): SqliteStatements }, values: Record<N, unknown>): R[] {
       return runOn(target.sqliteDirect(), this.bind(target, values));
     },

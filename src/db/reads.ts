@@ -2,10 +2,7 @@ import type { DbHandle } from './handle.js';
 import { preparedQuery } from './prepared.js';
 import type { IdempotencyKeyTable } from './types.js';
 
-/**
- * The reads of the hot paths, as prepared queries: on SQLite they run on the connection at once when
- * no transaction is open; on PostgreSQL they are named statements, planned once per connection.
- */
+// The hot paths' reads, as prepared queries (see preparedQuery).
 
 const recordById = preparedQuery((db, p) => db.selectFrom('emergencies').select('record').where('org_id', '=', p('org_id')).where('id', '=', p('id')));
 
@@ -31,11 +28,7 @@ const eventsAfterQuery = preparedQuery((db, p) =>
     .limit(p('limit')),
 );
 
-/**
- * Committed events of one org after `after`, in offset order. Offsets of an org commit in increasing
- * order, so "> after" never skips one. On SQLite a commit's wake-up reads the new rows at once,
- * straight on the connection, and the devices have them before the declare's own answer is sent.
- */
+/** Committed events of one org after `after`, in offset order; an org's offsets commit in increasing order, so none is skipped. */
 export async function eventsAfter(handle: DbHandle, orgId: string, after: number, limit: number): Promise<StoredEvent[]> {
   const rows = await eventsAfterQuery.execute(handle, { orgId, after, limit });
   return rows.map((r) => ({ offset: Number(r.stream_offset), payload: r.payload, createdAtMs: Date.parse(r.created_at) }));

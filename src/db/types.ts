@@ -1,8 +1,5 @@
-/**
- * Row shapes of every table. Timestamps are stored as ISO-8601 UTC text with milliseconds on both
- * dialects: it sorts correctly as text and keeps one code path for SQLite and PostgreSQL.
- * JSON values are stored as serialized text for the same reason; booleans as 0/1.
- */
+// Timestamps are ISO-8601 UTC text with milliseconds, which sorts correctly as text; JSON is serialized text and
+// booleans are 0/1. Both dialects store the same, keeping one code path for SQLite and PostgreSQL.
 export interface PartnerTable {
   id: string;
   name: string;
@@ -100,10 +97,7 @@ export interface EmergencyTable {
   metadata: string | null;
   /** Last per-emergency event sequence number. */
   sequence: number;
-  /**
-   * The emergency as the API returns it (JSON), written with every change; null on rows written
-   * before it existed. Valid only while record_sequence equals sequence.
-   */
+  /** The emergency as the API returns it (JSON), valid only while record_sequence equals sequence; null on older rows. */
   record: string | null;
   record_sequence: number | null;
 }

@@ -12,10 +12,8 @@ export function databaseUnavailable(): AppError {
 }
 
 /**
- * Whether a failure means the database cannot serve right now (refused, unreachable, restarting,
- * frozen past the timeouts, locked by another process past the busy timeout, out of disk), as opposed
- * to a fault of the request or of the service. Such failures are answered 503 `unavailable` with
- * Retry-After, and logged once per outage rather than once per request.
+ * Whether the database cannot serve right now (unreachable, restarting, past the timeouts, locked, out of disk),
+ * rather than a fault of the request: answered 503 with Retry-After and logged once per outage.
  */
 export function isDatabaseUnavailable(err: unknown): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
@@ -24,11 +22,9 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   const message = typeof e.message === 'string' ? e.message : '';
   // Sockets: the server refused, reset or never answered the connection.
   if (/^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN)$/.test(code)) return true;
-  // PostgreSQL: connection exceptions (08), shutting down or starting (57P01-57P03), a statement
-  // cancelled by statement_timeout (57014), too many connections or out of resources (53).
+  // PostgreSQL: connection exceptions (08), shutdown or startup (57P01-3), statement_timeout (57014), out of resources (53).
   if (/^(08...|57P0[1-3]|57014|53...)$/.test(code)) return true;
-  // SQLite: another process holds the lock past busy_timeout, the disk is full or failing, the file
-  // cannot be opened or written.
+  // SQLite: lock held past busy_timeout, disk full or failing, file not openable or writable.
   if (/^SQLITE_(BUSY|LOCKED|IOERR|FULL|CANTOPEN|READONLY|PROTOCOL)/.test(code)) return true;
   // The pg driver and pool report these without a code.
   return /^(timeout exceeded when trying to connect|Connection terminated|Query read timeout|Client has encountered a connection error|Connection terminated due to connection timeout)/.test(

@@ -1,12 +1,7 @@
 import type { Kysely, SelectQueryBuilder } from 'kysely';
 import type { AttachmentTable, AuditLogTable, Database, EmergencyTable, EventTable, MessageDedupeTable, MessageTable, ResolutionTable } from './types.js';
 
-/**
- * What a service talks to when it changes state. An operation is stated once, in the domain, as the
- * rows it writes; how they reach a database (one statement or several, a group commit, a batch of an
- * org's concurrent declares, prepared statements, the org's event offsets) is the storage adapter's
- * business (src/db/sqlite, src/db/postgres).
- */
+// A service states an operation as the rows it writes; how they reach the database is the adapter's business.
 
 /** An emergency row as the service writes it (every column: the adapter adds nothing). */
 export type EmergencyInsert = Omit<EmergencyTable, 'record' | 'record_sequence'> & { record: string };
@@ -26,18 +21,15 @@ export interface CommittedEvent {
   /** The highest offset the commit wrote for the org. */
   offset: number;
   /**
-   * The org's events the commit wrote, in offset order and ending at `offset`, as the service
-   * recorded them, when the writer has them at hand (never in a wake-up from another instance): a
-   * reader of this process that has read up to the first one's predecessor delivers them at once
-   * instead of reading them back. Nothing is built from them unless a reader takes them.
+   * The events written, in offset order up to `offset`, when the writer has them (never from another instance):
+   * a reader caught up to the first one delivers them without reading them back.
    */
   written?: readonly EventInsert[];
 }
 
 /**
- * Writes recorded by a unit of work and sent by the adapter when the unit ends, in this order:
- * emergencies, resolutions, messages with their attachments, audit entries, events. Events go last because taking an org's offset
- * locks its stream until the commit; the shorter that lock, the less an org's writers wait.
+ * Writes recorded by a unit of work and sent when it ends, events last: taking an org's offset locks its stream
+ * until the commit, and the shorter that lock, the less the org's writers wait.
  */
 export interface Writes {
   emergencies: {
@@ -45,10 +37,7 @@ export interface Writes {
     update(orgId: string, id: string, change: EmergencyChange): void;
   };
   resolutions: { insert(row: ResolutionTable): void };
-  /**
-   * A message of an existing conversation, with its attachments (in position order) and, for an
-   * all-inline message, its dedupe row (whose primary key makes a concurrent identical post fail).
-   */
+  /** A message of an existing conversation with its attachments and, if all-inline, a dedupe row whose key fails an identical concurrent post. */
   messages: { insert(message: MessageTable, attachments: readonly AttachmentTable[], dedupe: MessageDedupeTable | null): void };
   audit: { record(row: AuditLogTable): void };
   events: { append(event: EventInsert): void };
@@ -74,11 +63,7 @@ export interface UnitOfWork extends Writes {
   };
   /** Work to run once the transaction has committed (wake-ups, never state changes). */
   afterCommit(fn: () => void): void;
-  /**
-   * The query, locking the rows it reads and skipping rows another transaction holds (PostgreSQL's
-   * FOR UPDATE SKIP LOCKED), so concurrent workers claim disjoint rows. SQLite transactions run one
-   * at a time, so there nothing is ever held by another and the query is returned as it is.
-   */
+  /** The query with FOR UPDATE SKIP LOCKED, so concurrent workers claim disjoint rows (unchanged on SQLite: one transaction at a time). */
   skipLocked<Q extends SelectQueryBuilder<any, any, any>>(query: Q): Q;
 }
 

@@ -3,10 +3,7 @@ import type pg from 'pg';
 
 let loaded: typeof pg | null = null;
 
-/**
- * The `pg` driver, loaded on first use: a service on the embedded SQLite default never needs it, and
- * loading it costs megabytes of resident memory in every process.
- */
+/** The `pg` driver, loaded on first use so that processes on the SQLite default never pay its memory. */
 export function pgDriver(): typeof pg {
   if (!loaded) {
     loaded = createRequire(import.meta.url)('pg') as typeof pg;

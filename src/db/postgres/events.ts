@@ -14,10 +14,8 @@ const EVENT_COLUMNS = insertColumns('events').filter(
 );
 
 /**
- * The org's event offsets on PostgreSQL, the one place they are taken: the org row is bumped by the
- * number of new events (its lock is held until the commit, so an org's offsets commit in order and
- * without gaps), and the events take the offsets below the new value in the order given. These are
- * the CTEs that do it, to end a WITH list; `appendedEventsResult` is the statement's final SELECT.
+ * The CTEs that take an org's event offsets, the one place on PostgreSQL: the bumped org row stays locked until the
+ * commit, so the org's offsets commit in order without gaps. They end a WITH list before `appendedEventsResult`.
  */
 export const appendEventsCtes = (p: Param) => sql`
   input as (
@@ -31,10 +29,7 @@ export const appendEventsCtes = (p: Param) => sql`
     returning stream_offset
   )`;
 
-/**
- * The last offset written; no row when the org does not exist (nothing was bumped). Other instances
- * are told of it after the commit (notifier.ts), not by a NOTIFY in this transaction.
- */
+/** The last offset written, or no row when the org does not exist; other instances hear of it after the commit (notifier.ts). */
 export const appendedEventsResult = sql<{ last_offset: string | number }>`
   select max(stream_offset) as last_offset
   from inserted

@@ -10,11 +10,8 @@ import { appendedEventsResult, appendEventsCtes, eventColumns } from './events.j
 const MAX_BATCH = 256;
 
 /**
- * Any number of insert-only units of one org as one statement: their emergencies, their audit
- * entries and one offset bump for all their events, returning the highest offset (the batch's one
- * wake-up, sent once it has committed). Data-modifying WITH clauses commit atomically with the
- * statement, and one named statement serves every batch size because each column travels as one
- * array. The rows are the services' own: no rule is stated here.
+ * Insert-only units of one org as one statement with one offset bump, returning the highest offset. Its WITH clauses
+ * commit atomically, and one named statement fits every batch size because each column travels as one array.
  */
 const batchStatement = (withAnswers: boolean) =>
   preparedQuery((db, p) =>
@@ -26,10 +23,7 @@ const batchStatement = (withAnswers: boolean) =>
       ${appendedEventsResult}`.compile(db),
   );
 const insertBatch = batchStatement(true);
-/**
- * A batch without Idempotency-Keys (most of them) leaves the answers insert out: eight empty arrays
- * fewer to encode and send, and one insert fewer for PostgreSQL to plan and run.
- */
+// Most batches carry no Idempotency-Key, so they leave the answers insert out.
 const insertBatchWithoutAnswers = batchStatement(false);
 
 interface Pending {
@@ -41,17 +35,8 @@ interface Pending {
 }
 
 /**
- * Group commit for an org's insert-only units (declares) on PostgreSQL. Taking an event offset locks
- * the org row until commit, so one org's declares would commit one after another, each waiting for
- * the previous one's WAL flush. Here the units of an org that arrive while its previous statement
- * runs wait for it and are then written together by one statement: one lock, one round trip and one
- * flush for the lot. A unit that finds its org idle goes at once, so nothing waits that would not have
- * waited on the lock.
- *
- * If the statement is refused (say one externalId already exists), nothing of it was written, and
- * each unit of the batch is retried alone so that it gets its own outcome. An error with no SQLSTATE
- * (a lost connection) leaves the outcome unknown: it is not retried, so a unit that may have
- * committed is never written twice.
+ * Writes by one statement an org's insert-only units (declares) that arrive while its previous one runs: the org row's
+ * offset lock would otherwise make each wait for the previous one's WAL flush. An idle org's unit goes at once.
  */
 export class PgInsertBatcher {
   private readonly waiting = new Map<string, Pending[]>();
@@ -84,6 +69,7 @@ export class PgInsertBatcher {
           pending.resolve(offset);
         }
       } catch (err) {
+        // Only a refused statement wrote nothing for sure; a unit that may have committed must not be written twice.
         if (batch.length === 1 || !refusedBeforeCommit(err)) {
           for (const pending of batch) pending.reject(err);
           continue;
@@ -126,11 +112,7 @@ export class PgInsertBatcher {
   }
 }
 
-/**
- * PostgreSQL refused the statement for a row's content (an integrity constraint, class 23, such as an
- * externalId already used): it was rolled back and wrote nothing, and the other units are worth
- * writing alone. Any other failure (a timeout, a lost connection) would fail them all again.
- */
+/** Refused for a row's content (class 23, e.g. a used externalId): nothing was written, and the other units may succeed alone. */
 function refusedBeforeCommit(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'string' && /^23[0-9A-Z]{3}$/.test(code);

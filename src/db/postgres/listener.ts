@@ -7,11 +7,8 @@ import { PG_EVENT_CHANNEL } from './events.js';
 const RECONNECT_DELAY_MS = 1_000;
 
 /**
- * On PostgreSQL, forwards the NOTIFY every other instance sends after its commits (notifier.ts) to
- * `onEvent` (the process's event bus). This instance's own notifications are skipped: its commits
- * woke its readers already, and hearing them again would run each reader once more per commit for
- * nothing. It holds one dedicated connection and reconnects after a failure; readers
- * also poll, so a notification lost while reconnecting only delays them.
+ * Forwards other instances' post-commit NOTIFYs to `onEvent`, skipping this instance's own (its commits woke its
+ * readers already). Reconnects after a failure; readers also poll, so a lost notification only delays them.
  */
 export function startPgEventListener(handle: DbHandle, onEvent: (event: CommittedEvent) => void, report: FailureReport = () => undefined): () => Promise<void> {
   const config = handle.pgConfig;

@@ -4,11 +4,7 @@ import type { FailureReport } from '../handle.js';
 import type { CommittedEvent } from '../unit-of-work.js';
 import { PG_EVENT_CHANNEL } from './events.js';
 
-/**
- * One notification per org, for any number of orgs, in one statement (named, so each connection plans
- * it once). Each payload is `{"orgId":…,"offset":…,"from":…}`, what the listeners of every instance parse;
- * `from` names the sending instance, whose own listener ignores it (listener.ts).
- */
+/** One notification per org in one named statement; `from` in the payload lets the sender's own listener skip it. */
 const NOTIFY_STATEMENT = {
   name: 'emergency_api_notify_committed',
   text: 'select pg_notify($1, payload) from unnest($2::text[]) as payload',
@@ -17,11 +13,7 @@ const NOTIFY_STATEMENT = {
 /** How long an answer to "does another instance listen?" is trusted before it is asked again. */
 export const LISTENER_CHECK_MS = 1_000;
 
-/**
- * Whether a session of another instance of the same database and schema listens now: listener
- * connections carry an application_name made of the schema's tag and their instance's id (see
- * `listenerApplicationName`), which pg_stat_activity shows to every role.
- */
+/** Whether another instance of this database and schema listens, found by its listener's application_name, visible to every role. */
 const OTHER_LISTENERS_STATEMENT = {
   name: 'emergency_api_other_listeners',
   text: `select exists (
@@ -30,35 +22,15 @@ const OTHER_LISTENERS_STATEMENT = {
   ) as listening`,
 };
 
-/**
- * The application_name of an instance's LISTEN connection: the schema it works in and its id (at most
- * 63 bytes are kept, so the schema goes in as a short digest).
- */
+/** The application_name of an instance's LISTEN connection; the schema goes in as a digest, as only 63 bytes are kept. */
 export function listenerApplicationName(schema: string, instanceId: string): string {
   return `emergency-api listen ${createHash('sha256').update(schema).digest('hex').slice(0, 12)} ${instanceId}`;
 }
 
 /**
- * Wakes the other instances (their LISTEN connections, see listener.ts) after commits, with NOTIFY
- * sent as a statement of its own once the writing transaction has committed.
- *
- * A NOTIFY inside the writing transaction would make its commit take PostgreSQL's instance-wide
- * notification lock, held until the commit record is flushed: every committing writer of the cluster
- * then waits for the previous one's flush. Sent after the commit, the notification commits alone,
- * writes no data and waits for no flush, so the lock is held for a moment only.
- *
- * Wake-ups are hints: readers read the committed rows themselves and poll as a backstop, so one sent a
- * little late, or lost, only delays a reader on another instance (by at most its poll interval). So
- * `notify` never makes a caller wait: the orgs are queued with the highest offset of each, and one
- * statement at a time carries everything queued since the previous one, so a burst of commits costs a
- * few statements, not one per commit. A failure is reported once per outage (until a statement
- * succeeds again) and otherwise ignored.
- *
- * A notification costs PostgreSQL more than its statement (the commit takes the notification lock and
- * signals every listening session), and one instance alone needs none: its own readers were woken in
- * process. So the notifier asks, at most once per LISTENER_CHECK_MS while it has something to send,
- * whether another instance's listener is connected, and sends nothing while none is. An instance that
- * starts listening is heard of within that time; until then its readers find the events by polling.
+ * Wakes other instances with a NOTIFY sent after the commit: inside the writing transaction it would hold PostgreSQL's
+ * instance-wide notification lock until the commit is flushed, so every writer of the cluster would wait on the previous one.
+ * Wake-ups are only hints (readers poll), so `notify` never waits and sends nothing while no other instance listens.
  */
 export class PgCommitNotifier {
   /** While true, nothing is sent (as if every notification were lost); tests use it. */

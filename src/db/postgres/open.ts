@@ -21,10 +21,7 @@ async function storeAnswer(trx: Kysely<Database>, answer: IdempotencyKeyTable): 
   }
 }
 
-/**
- * Runs a one-statement write that stores the request's answer (when it has an Idempotency-Key) in the
- * same statement; a key another request committed first fails it whole.
- */
+/** Runs a one-statement write that also stores the Idempotency-Key's answer; a key another request committed first fails it whole. */
 async function withStoredAnswer<T>(
   idempotency: IdempotencyScope | undefined,
   result: unknown,
@@ -64,11 +61,8 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
   // `?schema=NAME` selects a PostgreSQL schema (created on first use); tests use it to isolate runs.
   const schema = parsed.searchParams.get('schema');
   parsed.searchParams.delete('schema');
-  // The server ends a statement that runs too long (statement_timeout) and a transaction left idle
-  // (a client that died mid-transaction must not hold its locks); the client gives up on a server that
-  // stops answering altogether (the pool's read timeout: a frozen or unreachable server never sends the error).
-  // A statement timeout of 0 leaves statements unbounded (migrations: an index built on a large table
-  // may rightly take minutes).
+  // The server ends overlong statements and idle transactions (a dead client must not hold its locks); the pool's
+  // read timeout covers a server that stops answering. A timeout of 0 leaves statements unbounded, for migrations.
   const bounded = timeouts.statementTimeoutMs > 0;
   const settings = bounded
     ? [`-c statement_timeout=${timeouts.statementTimeoutMs}`, `-c idle_in_transaction_session_timeout=${Math.max(10_000, 4 * timeouts.statementTimeoutMs)}`]
@@ -139,8 +133,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
       const writes = new WriteSet();
       record(writes);
       const orgs = writes.eventsByOrg();
-      // New rows of one org, with that org's events (a declare): written with the org's other such units
-      // arriving at the same moment, by one statement. Anything else is an ordinary transaction.
+      // A declare (new rows and events of one org) shares one statement with that org's concurrent ones.
       const [orgId] = orgs.keys();
       if (writes.insertsOnly && orgs.size === 1 && writes.messageRows.length === 0 && writes.rowsAllOf(orgId!)) {
         const offset = await withStoredAnswer(idempotency, result, (answer) => batcher.write(orgId!, writes, answer));

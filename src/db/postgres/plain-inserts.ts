@@ -5,11 +5,7 @@ import { insertRows, rowArrays } from '../insert-columns.js';
 import type { Database, IdempotencyKeyTable } from '../types.js';
 import type { WriteSet } from '../unit-of-work.js';
 
-/**
- * The rows of a unit that inserts into one org and appends no event (a message post), as one
- * statement. PostgreSQL runs a lone statement as its own transaction, so this is one round trip where
- * BEGIN, an insert per table and COMMIT were four; its WITH clauses all run and commit atomically.
- */
+/** A unit inserting into one org with no event (a message post) as one statement: its own transaction, in one round trip. */
 const plainStatement = (withAnswers: boolean) =>
   preparedQuery((db, p) =>
     sql`

@@ -24,12 +24,8 @@ interface ColumnRow {
 }
 
 /**
- * Kysely's PostgreSQL introspector reads the columns of every schema in the database and looks each
- * one up by name (has_schema_privilege, pg_get_serial_sequence). When another process drops a schema
- * during that read, the read fails with "schema / relation / column does not exist". The migrator
- * introspects on every start, so an instance starting next to one whose schema is being dropped
- * failed its start. The service only ever uses its own schema (the connection's search_path), so
- * this introspector reads that schema's tables alone, and looks up by name only tables in it.
+ * Reads only the connection's own schema: Kysely's introspector reads every schema and looks tables up by name, which fails
+ * when another process drops a schema meanwhile, and the migrator introspects on every start.
  */
 class OwnSchemaIntrospector extends PostgresIntrospector {
   constructor(private readonly kysely: Kysely<any>) {
@@ -37,8 +33,7 @@ class OwnSchemaIntrospector extends PostgresIntrospector {
   }
 
   override async getTables(options: DatabaseMetadataOptions = { withInternalKyselyTables: false }): Promise<TableMetadata[]> {
-    // The schema filter is on the joins, so the by-name functions in the select list only ever see
-    // this schema's tables.
+    // Filtered on the joins, so the by-name functions in the select list only see this schema's tables.
     const { rows } = await sql<ColumnRow>`
       select c.relname as table, c.relkind as kind, ns.nspname as schema, a.attname as column,
              typ.typname as type, tns.nspname as type_schema, a.attnotnull as not_null, a.atthasdef as has_default,

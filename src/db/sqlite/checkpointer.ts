@@ -1,8 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-// Runs in its own thread with its own connection: PASSIVE checkpoints never block writers or
-// readers, and the fsyncs they need no longer stall the request thread.
+// Its own thread and connection: PASSIVE checkpoints never block writers or readers, and their fsyncs stay off the request thread.
 const WORKER_SOURCE = `
 const { workerData, parentPort } = require('node:worker_threads');
 const Database = require(workerData.modulePath);
@@ -20,11 +19,8 @@ parentPort.on('message', () => {
 `;
 
 /**
- * SQLite's automatic checkpoint runs inside whichever commit crosses the threshold, copying the WAL
- * into the database file and fsyncing on the request path. The service turns it off on its writing
- * connection and checkpoints from this background thread instead. Should the thread fail (it cannot
- * open the file, it runs out of memory), `onFailure` is told and the service goes on: an error of a
- * worker with no listener would otherwise end the whole process.
+ * Checkpoints the WAL from a background thread, so no commit on the request path copies and fsyncs it.
+ * A thread failure goes to `onFailure`: a worker error nobody listens to would end the process.
  */
 export function startSqliteCheckpointer(path: string, onFailure: (err: Error) => void, intervalMs = 1000): () => Promise<void> {
   const modulePath = createRequire(import.meta.url).resolve('better-sqlite3');

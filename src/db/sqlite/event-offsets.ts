@@ -1,16 +1,11 @@
 import type BetterSqlite3 from 'better-sqlite3';
 
 /**
- * The org stream offsets of one SQLite group-commit batch. The batch holds SQLite's write lock from
- * its first statement to its commit, so no other writer (this process or another) can take an offset
- * meanwhile: each org's offset is read once per batch, counted here for every event of the batch, and
- * written back to the org row once, just before the commit. That replaces an UPDATE ... RETURNING per
- * event. Offsets stay gap-free and in commit order; a job rolled back to its savepoint gives its
- * offsets back (see `mark`/`restore`).
+ * Org stream offsets of one group-commit batch: the batch holds SQLite's write lock until its commit, so no other
+ * writer can take an offset meanwhile, and each org's row is read once and written back once, before COMMIT.
  */
 export class BatchEventOffsets {
-  // One instance per connection, reused by every batch (begin() resets it): the statements are prepared once.
-  // Prepared on first use: the connection exists before the migrations have created the orgs table.
+  // Prepared on first use: the connection opens before the migrations create the orgs table.
   private read?: BetterSqlite3.Statement<[string], { event_offset: number }>;
   private write?: BetterSqlite3.Statement<[number, string]>;
   /** Last offset taken in this batch, by org; `initial` holds what the org row said. */
@@ -39,7 +34,7 @@ export class BatchEventOffsets {
     return last + 1;
   }
 
-  /** State to return to if the job about to run is rolled back. */
+  /** State to return to if the job about to run is rolled back to its savepoint, giving its offsets back. */
   mark(): Map<string, number> {
     return new Map(this.last);
   }

@@ -32,20 +32,8 @@ interface JobDone {
 type Outcome = ({ job: Job; ok: true } & JobDone) | { job: Job; ok: false; error: unknown };
 
 /**
- * Group commit for the single SQLite connection. Each commit costs a WAL append of every page the
- * transaction touched plus BEGIN/COMMIT round trips through the driver; with many requests waiting,
- * that per-commit cost dominates. Transactions that queued while the previous batch ran are run one
- * after another inside one SQLite transaction, each under its own savepoint:
- *
- * - a transaction that throws is rolled back to its savepoint alone and gets its own error; the
- *   others in the batch are unaffected;
- * - nothing is acknowledged before the batch has committed: results are handed back (and afterCommit
- *   callbacks run, in order) only after COMMIT returns; if COMMIT fails, every transaction of the
- *   batch fails;
- * - transactions run strictly one at a time in queue order, exactly as separate transactions would,
- *   so per-org event offsets stay gap-free and commit in increasing order.
- *
- * A batch starts right after the I/O phase that queued its first transaction.
+ * Group commit for the one SQLite connection: transactions queued while a batch ran share the next commit, whose
+ * cost dominates under load. Each runs under its own savepoint, in queue order; none is acknowledged before COMMIT.
  */
 export class SqliteGroupCommitter {
   private readonly queue: Job[] = [];
@@ -90,9 +78,8 @@ export class SqliteGroupCommitter {
       this.queue.push({ fn, record, result, scope: openScope(idempotency), resolve, reject });
       if (this.draining) return;
       this.draining = true;
-      // better-sqlite3 is synchronous, so a whole transaction runs in microtasks without yielding to
-      // I/O: started at once, every batch would hold one transaction. Starting after the current
-      // I/O phase lets the requests that arrived together queue first; it delays nothing else.
+      // better-sqlite3 never yields, so a batch started at once would hold one transaction; starting after
+      // this I/O phase lets the requests that arrived together join it.
       setImmediate(() => void this.drain());
     });
   }
@@ -139,11 +126,7 @@ export class SqliteGroupCommitter {
     }
   }
 
-  /**
-   * A batch of recorded jobs (declares) reads nothing as it goes, so it runs from BEGIN to COMMIT in
-   * one synchronous step on the connection, without Kysely's transaction: nothing here yields, so no
-   * other statement can come between. Throws, rolled back, when the batch failed whole.
-   */
+  /** Recorded jobs read nothing, so their batch runs BEGIN to COMMIT synchronously outside Kysely: nothing can come between. */
   private commitRecorded(batch: Job[], outcomes: Outcome[]): void {
     const connection: JobConnection = { db: this.db, dialect: 'sqlite', sqliteDirect: () => this.statements };
     this.begin.run();
@@ -158,10 +141,7 @@ export class SqliteGroupCommitter {
     }
   }
 
-  /**
-   * One job of a batch of `size`: alone, an ordinary transaction, rolled back whole if it throws (its
-   * error fails the batch); among others, under its own savepoint. Synchronous for a recorded job.
-   */
+  /** Alone, a job is an ordinary transaction whose error fails the batch; among others, it runs under its own savepoint. */
   private runInBatch(connection: JobConnection, job: Job, size: number): Outcome | Promise<Outcome> {
     if (size > 1) return this.runInSavepoint(connection, job);
     const done = this.runJob(connection, job);
@@ -169,11 +149,7 @@ export class SqliteGroupCommitter {
     return done instanceof Promise ? done.then(succeeded) : succeeded(done);
   }
 
-  /**
-   * Runs one job on the batch's transaction: its reads at once, then its recorded writes, with the
-   * batch's offsets. A recorded job runs synchronously (see commitRecorded); one that reads, in
-   * promises.
-   */
+  /** One job on the batch's transaction: its reads at once, then its recorded writes with the batch's offsets. */
   private runJob(connection: JobConnection, job: Job): JobDone | Promise<JobDone> {
     const writes = new WriteSet();
     const afterCommit: (() => void)[] = [];
@@ -204,17 +180,12 @@ export class SqliteGroupCommitter {
     return { value, afterCommit, committed };
   }
 
-  /**
-   * Runs one job of a batch of several under its own savepoint: a job that throws is rolled back
-   * alone. Synchronous for a recorded job, like runJob.
-   */
   private runInSavepoint(connection: JobConnection, job: Job): Outcome | Promise<Outcome> {
     // The batch's transaction is open on the connection (Kysely's lock held, or no yield until COMMIT).
     this.savepoint.run();
     const mark = this.offsets.mark();
     const failed = (error: unknown): Outcome => {
-      // If SQLite already rolled back the whole transaction (I/O error, disk full), these throw and
-      // the batch fails as a whole, which is the truth.
+      // If SQLite already rolled back the whole transaction (I/O error, disk full), these throw and fail the batch, rightly.
       this.rollbackTo.run();
       this.release.run();
       this.offsets.restore(mark);

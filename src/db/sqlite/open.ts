@@ -9,9 +9,8 @@ import { startSqliteCheckpointer } from './checkpointer.js';
 import { SqliteGroupCommitter } from './group-commit.js';
 
 /**
- * SQLite's default deferred BEGIN takes the write lock only at the first write; if another process
- * wrote in between, the upgrade fails at once with SQLITE_BUSY. BEGIN IMMEDIATE takes the lock up front,
- * so concurrent writers (the server and the admin CLI) simply wait on busy_timeout.
+ * BEGIN IMMEDIATE takes the write lock up front, so concurrent writers (server, admin CLI) wait on busy_timeout;
+ * a deferred BEGIN's later lock upgrade would fail at once with SQLITE_BUSY.
  */
 class ImmediateSqliteDriver extends SqliteDriver {
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
@@ -22,9 +21,8 @@ class ImmediateSqliteDriver extends SqliteDriver {
 type SqliteDatabaseLike = Pick<BetterSqlite3.Database, 'prepare' | 'close'>;
 
 /**
- * Kysely prepares every statement anew; preparing is a large share of a short query's cost. The
- * service issues a small fixed set of SQL texts, so prepared statements are kept by text (bounded).
- * Safe because Kysely runs each statement to completion (all/run) before the next one starts.
+ * Keeps prepared statements by SQL text, since Kysely prepares every statement anew and the service issues few
+ * texts. Safe because Kysely runs each statement to completion before the next one starts.
  */
 function withStatementCache(sqlite: BetterSqlite3.Database, max = 500): SqliteDatabaseLike {
   const cache = new Map<string, BetterSqlite3.Statement>();
@@ -66,12 +64,10 @@ export function openSqlite(path: string, timeouts: DatabaseTimeouts): DbHandle {
   const sqlite = new BetterSqlite3(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
-  // How long a write waits for another process's write lock (the admin CLI, a checkpoint) before it
-  // fails with SQLITE_BUSY, which the service answers with 503.
+  // How long a write waits for another process's write lock before SQLITE_BUSY, answered with 503.
   sqlite.pragma(`busy_timeout = ${Math.round(timeouts.statementTimeoutMs)}`);
   sqlite.pragma('foreign_keys = ON');
-  // Group commit runs every transaction of a batch under a savepoint, whose undo journal SQLite
-  // otherwise keeps in a temporary file: in memory, a declare's savepoint costs half as much.
+  // Keeps the journals of group commit's per-job savepoints in memory rather than in a temporary file.
   sqlite.pragma('temp_store = MEMORY');
   const statements = withStatementCache(sqlite);
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect(statements) });
@@ -84,8 +80,6 @@ export function openSqlite(path: string, timeouts: DatabaseTimeouts): DbHandle {
     dialect: 'sqlite',
     describe: `sqlite:${path}`,
     sqlitePath: path === ':memory:' ? undefined : path,
-    // Every transaction goes through group commit: the batch holds SQLite's write lock, so the
-    // batch counts the org offsets (see BatchEventOffsets).
     unitOfWork: (fn, idempotency) => groupCommit.run(fn, idempotency),
     async commit(record, result, idempotency) {
       await groupCommit.record(record, result, idempotency);
@@ -93,9 +87,7 @@ export function openSqlite(path: string, timeouts: DatabaseTimeouts): DbHandle {
     onCommitted(listener) {
       committedListener = listener;
     },
-    // Direct statements must not land inside an open transaction (they would read its uncommitted
-    // rows); SQLite's own flag says exactly when one is open, including between group-commit batches
-    // (where the commit's wake-ups read the rows just committed).
+    // Never inside an open transaction, whose uncommitted rows a direct statement would read.
     sqliteDirect: () => (sqlite.inTransaction ? null : statements),
     /** Moves WAL checkpoints off the request thread (long-running processes only). */
     offloadCheckpoints() {

@@ -57,10 +57,7 @@ export async function lockEmergency(connection: JobConnection, orgId: string, id
   return row as LockedEmergency | undefined;
 }
 
-/**
- * Sends a job's recorded writes on the batch's connection, inside the job's savepoint. Events take
- * their org's next offsets from the batch (see BatchEventOffsets). Returns the last offset per org.
- */
+/** Sends a job's recorded writes inside its savepoint, events numbered by the batch's offsets; returns each org's last offset. */
 export function sendWrites(connection: JobConnection, writes: WriteSet, offsets: BatchEventOffsets): CommittedEvent[] {
   for (const row of writes.emergencyInserts) insertEmergency.runNow(connection, { ...row });
   for (const { orgId, id, change } of writes.emergencyChanges) updateEmergency.runNow(connection, { ...change, org_id: orgId, id });

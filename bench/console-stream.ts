@@ -16,7 +16,15 @@ const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
 
 const db = benchDatabase('console_stream');
 const port = await freePort();
-const env = { DATABASE_URL: db.url, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '1000000' };
+// Every console stream here uses the demo key: allow it as many streams as there are consoles.
+const env = {
+  DATABASE_URL: db.url,
+  PORT: String(port),
+  HOST: '127.0.0.1',
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_PER_KEY: '1000000',
+  STREAMS_PER_KEY: String(Math.max(20, CONSOLES)),
+};
 const demo = cli(['admin', 'demo'], env);
 const service = await startProcess([BIN, 'serve'], env, `http://127.0.0.1:${port}/healthz`);
 const base = `http://127.0.0.1:${port}`;

@@ -30,14 +30,12 @@
  *     whose server does not answer is skipped with a note
  *   BENCH_MQTT_PORT (1883), BENCH_NATS_PORT (4222): the local Mosquitto and NATS (started with -js) servers
  *   BENCH_JETSTREAM_STORAGE=file (default) or memory: the JetStream stream's storage
- *   BENCH_BASELINE_FAN_OUT_THREADS=0 (default; empty for none): also measures, at each count, a second server child
- *     with DEVICE_FAN_OUT_THREADS set to this (0: every live frame written on the event loop, as before the
- *     helper thread), on its own database: the gateway change's before/after in the same run
- *   BENCH_BASELINE_SERVER_BIN=path: that second server child runs this entry point instead (bin/emergency-api.js of
- *     another checkout, built: e.g. the tree before a gateway change); with BENCH_BASELINE_FAN_OUT_THREADS= (empty)
- *     it runs with its own defaults
- *   BENCH_BASELINE_SERVER_NODE_ARGS="flags": that second server child runs with these node flags instead of
- *     BENCH_SERVER_NODE_ARGS (with BENCH_BASELINE_FAN_OUT_THREADS= empty: a V8 flag's before/after in one run)
+ *   BENCH_BASELINE_SERVER_BIN=path: also measures, at each count, a second server child on its own database running
+ *     this entry point (bin/emergency-api.js of another checkout, built: e.g. the tree before a gateway change):
+ *     the change's before/after in the same run
+ *   BENCH_BASELINE_SERVER_NODE_ARGS="flags": a second server child (the same entry point unless
+ *     BENCH_BASELINE_SERVER_BIN is set) with these node flags instead of BENCH_SERVER_NODE_ARGS: a V8 flag's
+ *     before/after in one run
  *   BENCH_DEVICE_ACK=1: the measuring devices acknowledge every event frame they read ({"type":"ack","offset":N}),
  *     so the gateway's ack recording (batched flushes every second) runs during the latency measurement; the run
  *     then checks that every device's acknowledged offset reached the last event
@@ -70,7 +68,7 @@ import { loadConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { operatorCaller } from '../src/domain/access/principal.js';
-import { eventsAfter } from '../src/db/reads.js';
+import { eventsAfter } from '../src/events/read.js';
 import { createDevice } from '../src/domain/devices/service.js';
 import { createApiKey } from '../src/domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/service.js';
@@ -87,7 +85,6 @@ const LATENCY_DEVICES = Math.max(...LATENCY_SIZES);
 const PEERS = (process.env.BENCH_PEERS ?? 'mosquitto,nats,jetstream').split(',').filter(Boolean) as PeerName[];
 const MQTT_PORT = Number(process.env.BENCH_MQTT_PORT ?? 1883);
 const NATS_PORT = Number(process.env.BENCH_NATS_PORT ?? 4222);
-const BASELINE_FAN_OUT_THREADS = process.env.BENCH_BASELINE_FAN_OUT_THREADS ?? '0';
 const BASELINE_SERVER_BIN = process.env.BENCH_BASELINE_SERVER_BIN ?? '';
 /** Node flags of that second server child instead of BENCH_SERVER_NODE_ARGS (unset: the same). */
 const BASELINE_SERVER_NODE_ARGS = process.env.BENCH_BASELINE_SERVER_NODE_ARGS;
@@ -95,7 +92,6 @@ const BASELINE_SERVER_NODE_ARGS = process.env.BENCH_BASELINE_SERVER_NODE_ARGS;
 const BASELINE_LABEL = [
   BASELINE_SERVER_BIN ? `server ${BASELINE_SERVER_BIN}` : '',
   BASELINE_SERVER_NODE_ARGS !== undefined ? `node flags "${BASELINE_SERVER_NODE_ARGS}"` : '',
-  BASELINE_FAN_OUT_THREADS !== '' ? `DEVICE_FAN_OUT_THREADS=${BASELINE_FAN_OUT_THREADS}` : '',
 ]
   .filter(Boolean)
   .join(', ');
@@ -193,6 +189,7 @@ async function startServerChild(
       HOST: '127.0.0.1',
       LOG_LEVEL: 'warn',
       RATE_LIMIT_PER_KEY: '1000000',
+      METRICS_TOKEN: BENCH_METRICS_TOKEN,
       ...traceEnv,
       ...extraEnv,
     },
@@ -221,9 +218,12 @@ async function startServerChild(
   };
 }
 
+/** /metrics is served to this token only (a baseline build that predates the token ignores it). */
+const BENCH_METRICS_TOKEN = 'bench-metrics-token-0123456789';
+
 /** Cumulative bucket counts of the server's device_event_latency_seconds histogram (commit → written to every socket). */
 async function serverFanOutBuckets(base: string): Promise<Map<number, number>> {
-  const text = await (await fetch(`${base}/metrics`)).text();
+  const text = await (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${BENCH_METRICS_TOKEN}` } })).text();
   const buckets = new Map<number, number>();
   for (const m of text.matchAll(/^device_event_latency_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) {
     buckets.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
@@ -824,15 +824,14 @@ async function main() {
     await migrateToLatest(ctx.db);
     const phaseTraceFile = PHASES ? join(dir, 'phases.txt') : undefined;
     const server = await startServerChild(url, { phaseTraceFile });
-    // The same service with its fan-out threads set otherwise (see BENCH_BASELINE_FAN_OUT_THREADS), on its own database.
+    // Another build or other node flags (see BENCH_BASELINE_SERVER_BIN), on its own database.
     let variant: { server: ServerChild; ctx: AppContext } | null = null;
     if (BASELINE_LABEL) {
       const variantUrl = databaseUrl('latencyloop');
       const variantCtx = createContext(loadConfig({ DATABASE_URL: variantUrl, LOG_LEVEL: 'silent' }));
       await migrateToLatest(variantCtx.db);
-      const env: Record<string, string> = BASELINE_FAN_OUT_THREADS !== '' ? { DEVICE_FAN_OUT_THREADS: BASELINE_FAN_OUT_THREADS } : {};
       const nodeArgs = BASELINE_SERVER_NODE_ARGS === undefined ? SERVER_NODE_ARGS : BASELINE_SERVER_NODE_ARGS.split(' ').filter(Boolean);
-      variant = { server: await startServerChild(variantUrl, { env, bin: BASELINE_SERVER_BIN || BIN, nodeArgs }), ctx: variantCtx };
+      variant = { server: await startServerChild(variantUrl, { bin: BASELINE_SERVER_BIN || BIN, nodeArgs }), ctx: variantCtx };
     }
     try {
       console.log(`\nbaseline (same run): 1 connected device, ${DECLARES} sequential declares`);
@@ -971,7 +970,6 @@ async function main() {
           );
           baselineGateway = {
             label: BASELINE_LABEL,
-            ...(BASELINE_FAN_OUT_THREADS !== '' ? { fanOutThreads: Number(BASELINE_FAN_OUT_THREADS) } : {}),
             everyDeliveryMs: otherAll,
             spreadMs: otherSpread,
             missing: o.missing,

@@ -263,11 +263,11 @@ export const scenarios: Scenario[] = [
         if (l.baselineGateway) {
           const b = l.baselineGateway;
           rows.push({
-            metric: `push p99 vs the same-run baseline gateway, ${b.label ?? `DEVICE_FAN_OUT_THREADS=${b.fanOutThreads}`} (${l.devices} devices)`,
+            metric: `push p99 vs the same-run baseline gateway, ${b.label} (${l.devices} devices)`,
             value: l.everyDeliveryMs.p99,
             unit: 'ms',
             baseline: b.everyDeliveryMs.p99,
-            baselineLabel: b.label ?? `DEVICE_FAN_OUT_THREADS=${b.fanOutThreads}`,
+            baselineLabel: b.label,
             note: `p50 ${l.everyDeliveryMs.p50.toFixed(2)} vs ${b.everyDeliveryMs.p50.toFixed(2)} ms; first → last device p50 ${l.spreadMs?.p50.toFixed(2)} vs ${b.spreadMs.p50.toFixed(2)} ms`,
             invalid: b.missing ? `${b.missing} declares not delivered to every device (baseline gateway)` : undefined,
           });

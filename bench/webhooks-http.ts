@@ -119,6 +119,8 @@ const env: Record<string, string> = {
   LOG_LEVEL: 'warn',
   RATE_LIMIT_PER_KEY: '1000000000',
   WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
+  // The server's own histogram is read from /metrics, which is served to this token only.
+  METRICS_TOKEN: 'bench-metrics-token-0123456789',
 };
 const demo = cli(['admin', 'demo'], env);
 const children: ChildProcess[] = [];
@@ -298,7 +300,7 @@ process.stderr.write(`saturation: ${JSON.stringify(saturation)}\n`);
 
 /** The server's own histogram of event commit → first attempt started (webhook_delivery_lag_seconds), cumulative counts by bucket. */
 async function serverLag(): Promise<Map<string, number>> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${env.METRICS_TOKEN}` } })).text();
   const buckets = new Map<string, number>();
   for (const m of text.matchAll(/^webhook_delivery_lag_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)) buckets.set(m[1]!, Number(m[2]));
   return buckets;

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
 const booleanFlag = z
@@ -5,10 +6,31 @@ const booleanFlag = z
   .optional()
   .transform((v) => v === 'true' || v === '1');
 
+/** `ip`, `ip:port` or `[ipv6]:port`, as dns.Resolver#setServers takes them. */
+function isNameServer(entry: string): boolean {
+  const bracketed = /^\[([^\]]+)\](?::(\d{1,5}))?$/.exec(entry);
+  const v4WithPort = /^([\d.]+):(\d{1,5})$/.exec(entry);
+  const [host, port] = bracketed ? [bracketed[1]!, bracketed[2]] : v4WithPort ? [v4WithPort[1]!, v4WithPort[2]] : [entry, undefined];
+  const family = isIP(host);
+  if (family === 0 || (bracketed && family !== 6)) return false;
+  return port === undefined || (Number(port) >= 1 && Number(port) <= 65535);
+}
+
 const retrySchedule = z
   .string()
   .regex(/^\s*\d+(\.\d+)?\s*(,\s*\d+(\.\d+)?\s*)*$/, 'a comma-separated list of seconds, e.g. "5,300,1800"')
   .transform((s) => s.split(',').map((x) => Number(x.trim())));
+
+/** A comma-separated list, empty entries dropped. */
+const commaList = z
+  .string()
+  .default('')
+  .transform((v) =>
+    v
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean),
+  );
 
 const configSchema = z
   .object({
@@ -27,8 +49,7 @@ const configSchema = z
       .regex(/^(file:.+|s3:\/\/.+)$/, 'file:PATH or s3://bucket/prefix')
       .default('file:./data/attachments'),
     ATTACHMENT_PUBLIC_BASE_URL: z.url({ protocol: /^https?$/ }).optional(),
-    // S3-compatible stores other than AWS (MinIO, R2, a local test server) need an endpoint; credentials
-    // come from the AWS SDK's standard chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, profile, instance role).
+    // Only S3-compatible stores other than AWS need an endpoint; credentials come from the AWS SDK's standard chain.
     ATTACHMENT_S3_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
     ATTACHMENT_S3_REGION: z
       .string()
@@ -59,6 +80,12 @@ const configSchema = z
     WEBHOOK_MAX_IN_FLIGHT: z.coerce.number().int('a whole number of requests').min(1).max(100_000).default(512),
     /** Deliveries of one subscription claimed per database round, kept in reserve beyond those in flight. */
     WEBHOOK_CLAIM_BATCH: z.coerce.number().int('a whole number of deliveries').min(1).max(5000).default(128),
+    /** Name servers for webhook targets (comma list of ip, ip:port or [ipv6]:port); empty: the system's. */
+    WEBHOOK_DNS_SERVERS: commaList.refine((servers) => servers.every(isNameServer), 'a comma list of ip, ip:port or [ipv6]:port, e.g. 10.0.0.2,10.0.0.3:5353'),
+    /** Deadline of one webhook target name's lookup; a delivery attempt that hits it fails with dns_timeout. */
+    WEBHOOK_DNS_TIMEOUT_MS: z.coerce.number().int('a whole number of milliseconds').min(100).max(60_000).default(3000),
+    /** Webhook target names looked up at once in one process; more wait for a slot within their deadline. */
+    WEBHOOK_DNS_MAX_IN_FLIGHT: z.coerce.number().int('a whole number of lookups').min(1).max(10_000).default(32),
     /** `serve` delivers webhooks itself; false when only separate `emergency-api worker` processes should. */
     WEBHOOK_DELIVERY_IN_SERVE: z
       .enum(['true', 'false', '1', '0'])
@@ -67,25 +94,32 @@ const configSchema = z
     RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
     /** Failed authentications allowed per client address and second (burst 5×); beyond it 429 and no key lookup. */
     AUTH_FAILURES_PER_ADDRESS: z.coerce.number().positive().default(20),
-    /** Helper threads writing live device frames beside the event loop; unset: one on a machine with more than one core. */
-    DEVICE_FAN_OUT_THREADS: z.coerce.number().int().min(0).max(8).optional(),
+    /** Event streams (SSE) one key may hold open at once on one instance; beyond it 429 too_many_streams. */
+    STREAMS_PER_KEY: z.coerce.number().int().min(1).max(100_000).default(20),
+    /**
+     * Event streams (SSE) one instance holds open; beyond it 503 with Retry-After, so REST and /healthz keep answering.
+     * Streams and device sockets together also stay below the open-file limit (src/edge/connection-budget.ts).
+     */
+    MAX_STREAMS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** `auto`: readable lines on a terminal, JSON lines otherwise; `json` or `pretty` to force one. */
     LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
-    /** Origins allowed to call the APIs from a browser (comma list, or `*`); empty: no CORS headers at all. */
-    CORS_ORIGINS: z
+    /** A listener of its own for GET /metrics (0: any free port); set, the API port answers 404 for /metrics. */
+    METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+    /** The metrics listener's address: loopback unless the monitoring network needs another. */
+    METRICS_HOST: z.string().min(1).default('127.0.0.1'),
+    /** A bearer token for GET /metrics: the API port serves it with this token only (the metrics listener requires it too). */
+    METRICS_TOKEN: z
       .string()
-      .default('')
-      .transform((v) =>
-        v
-          .split(',')
-          .map((o) => o.trim())
-          .filter(Boolean),
-      )
-      .refine(
-        (origins) => origins.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),
-        'must be * or a comma list of origins like https://console.example.com',
-      ),
+      .min(16, 'at least 16 characters (e.g. openssl rand -hex 32)')
+      .max(256)
+      .regex(/^[\x21-\x7E]+$/, 'printable ASCII without spaces')
+      .optional(),
+    /** Origins allowed to call the APIs from a browser (comma list, or `*`); empty: no CORS headers at all. */
+    CORS_ORIGINS: commaList.refine(
+      (origins) => origins.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),
+      'must be * or a comma list of origins like https://console.example.com',
+    ),
   })
   .superRefine((c, ctx) => {
     if (c.WEBHOOK_MAX_IN_FLIGHT < c.WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION) {

@@ -1,7 +1,8 @@
 import type { Config } from './config.js';
 import type { DbHandle } from './db/connect.js';
 import type { AttachmentStore } from './domain/attachments/store.js';
-import type { EventBus } from './domain/events/bus.js';
+import type { EventBus } from './events/bus.js';
+import type { WebhookTransport } from './domain/webhooks/transport.js';
 import type { Metrics } from './observability/metrics.js';
 import type { OutageLog } from './observability/outage-log.js';
 
@@ -15,4 +16,6 @@ export interface AppContext {
   attachments: AttachmentStore;
   /** Database failures that mean "unavailable": logged once per outage by every part of the process. */
   dbOutage: OutageLog;
+  /** Sends a webhook request at once (the admin test ping). */
+  webhookTransport: WebhookTransport;
 }

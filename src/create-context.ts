@@ -3,14 +3,11 @@ import type { AppContext } from './context.js';
 import { openDatabase } from './db/connect.js';
 import { attachmentStoreFromConfig } from './domain/attachments/store-from-config.js';
 import { deviceAckLags, unacknowledgedDevices } from './domain/devices/receipt-gauges.js';
-import { EventBus } from './domain/events/bus.js';
+import { EventBus } from './events/bus.js';
 import { Metrics } from './observability/metrics.js';
 import { OutageLog } from './observability/outage-log.js';
 
-/**
- * The context every service runs in. Apart from the HTTP application (src/app.ts), so that a CLI
- * command that only needs the database does not load the web stack.
- */
+/** Kept apart from the HTTP application (src/app.ts) so that a CLI command needing only the database does not load the web stack. */
 export function createContext(config: Config): AppContext {
   const db = openDatabase(config.DATABASE_URL, {
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
@@ -20,13 +17,16 @@ export function createContext(config: Config): AppContext {
   // Every commit that advanced an org's stream wakes that stream's readers in this process.
   db.onCommitted((event) => bus.committed(event));
   const metrics = new Metrics();
-  metrics.readReceiptsWith({ ackLags: () => deviceAckLags(db.db), unacknowledged: () => unacknowledgedDevices(db.db) });
-  return {
+  metrics.readReceiptsWith({ ackLags: (limit) => deviceAckLags(db.db, limit), unacknowledged: (limit) => unacknowledgedDevices(db.db, limit) });
+  const ctx: AppContext = {
     db,
     config,
     bus,
     dbOutage: new OutageLog('the database'),
     metrics,
     attachments: attachmentStoreFromConfig(config),
+    // Loaded on first use: a CLI command that sends nothing does not load the HTTP client.
+    webhookTransport: { sendNow: async (...args) => (await import('./delivery/send-now.js')).sendWebhookNow(ctx, ...args) },
   };
+  return ctx;
 }

@@ -1,7 +1,4 @@
-/**
- * The closed list of error codes. HTTP statuses and MCP tool errors are both derived from here,
- * so a code always means the same thing on every surface.
- */
+/** The closed list of error codes: HTTP statuses and tool errors both derive from it, so a code means the same on every surface. */
 export const errorStatus = {
   unauthenticated: 401,
   org_not_covered: 403,
@@ -31,9 +28,12 @@ export const errorStatus = {
   host_not_allowed: 422,
   credentials_not_allowed: 422,
   idempotency_key_reused: 422,
+  /** A `cursor` the service did not hand out (REST: the 422 list with this `type` at `["query","cursor"]`). */
+  cursor_invalid: 422,
   /** Tool-server arguments that fail validation (REST renders these as the FastAPI 422 body instead). */
   validation_error: 422,
   rate_limited: 429,
+  too_many_streams: 429,
   headers_too_large: 431,
   internal: 500,
   unavailable: 503,
@@ -43,10 +43,7 @@ export type ErrorCode = keyof typeof errorStatus;
 
 export class AppError extends Error {
   readonly status: number;
-  /**
-   * `status` overrides the code's usual status where one code serves two situations, e.g.
-   * `unsupported_media_type` is 415 for a request body that is not JSON but 422 for a rejected attachment.
-   */
+  /** `status` overrides the code's usual one where it serves two situations: `unsupported_media_type` is 415 for a non-JSON body, 422 for an attachment. */
   constructor(
     readonly code: ErrorCode,
     message: string,

@@ -1,12 +1,13 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp, createContext } from './app.js';
+import { type AppOptions, buildApp, createContext } from './app.js';
 import type { Config } from './config.js';
 import type { AppContext } from './context.js';
 import type { FailureReport } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { describeError } from './delivery/log.js';
+import { startMetricsListener } from './http/metrics-endpoint.js';
 import { sweepExpiredAnswers } from './db/idempotency.js';
-import { pruneExpiredEvents } from './domain/events/retention.js';
+import { pruneExpiredEvents } from './events/retention.js';
 import { startPgEventListener } from './db/postgres/listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
@@ -16,6 +17,8 @@ export interface RunningServer {
   ctx: AppContext;
   /** Base URL of the listening server, e.g. http://127.0.0.1:8080 */
   url: string;
+  /** Base URL of the metrics listener (METRICS_PORT), when one is configured. */
+  metricsUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -36,6 +39,8 @@ export interface ServerOptions {
   devices?: Partial<DeviceGatewayOptions>;
   /** Webhook dispatcher tuning (tests shorten its timeouts); false runs the server without it. */
   dispatcher?: DispatcherOptions | false;
+  /** Event stream timings (tests shorten the stall timeout, say). */
+  streams?: AppOptions['streams'];
 }
 
 /**
@@ -45,16 +50,16 @@ export interface ServerOptions {
 export async function startServer(config: Config, existing?: AppContext, options: ServerOptions = {}): Promise<RunningServer> {
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
-  const app = await buildApp(ctx);
+  const app = await buildApp(ctx, { streams: options.streams });
   const reportFailure: FailureReport = (err, consequence) => app.log.error(describeError(err), consequence);
   ctx.db.reportFailures(reportFailure);
   ctx.db.offloadCheckpoints?.();
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
   stoppers.push(startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure));
-  const gateway = startDeviceGateway(ctx, app.server, app.log, {
-    ...(config.DEVICE_FAN_OUT_THREADS !== undefined ? { fanOutThreads: config.DEVICE_FAN_OUT_THREADS } : {}),
-    ...options.devices,
+  const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices, {
+    authFailures: app.services.authFailures,
+    connections: app.services.connections,
   });
   stoppers.push(() => gateway.stop());
   // WEBHOOK_DELIVERY_IN_SERVE=false leaves delivery to separate `emergency-api worker` processes.
@@ -77,6 +82,14 @@ export async function startServer(config: Config, existing?: AppContext, options
     ),
   );
   await app.listen({ port: config.PORT, host: config.HOST });
+  // A metrics port that cannot be bound stops the start like the API port would.
+  const metrics = await startMetricsListener(ctx).catch(async (err: unknown) => {
+    await app.close();
+    for (const stopper of stoppers.reverse()) await stopper();
+    if (!existing) await ctx.db.close();
+    throw err;
+  });
+  if (metrics) stoppers.push(() => metrics.stop());
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;
   const host = config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
@@ -85,6 +98,7 @@ export async function startServer(config: Config, existing?: AppContext, options
     app,
     ctx,
     url: `http://${host}:${port}`,
+    ...(metrics ? { metricsUrl: metrics.url } : {}),
     async stop() {
       if (stopped) return;
       stopped = true;

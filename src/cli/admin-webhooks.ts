@@ -10,7 +10,7 @@ import {
   setSubscriptionStatus,
 } from '../domain/webhooks/service.js';
 import type { AppContext } from '../context.js';
-import type { PingResult } from '../delivery/ping.js';
+import type { PingResult } from '../domain/webhooks/test-ping.js';
 import { checkWebhookUrl } from '../domain/outbound/webhook-url.js';
 import { AppError } from '../errors.js';
 import { type CliCommand, type CliPositional, listAll, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
@@ -44,10 +44,7 @@ function parseLimit(value: string | boolean | undefined): number {
 
 const PRIVATE_TARGETS_HINT = 'set WEBHOOK_ALLOW_PRIVATE_TARGETS=true to allow private targets (tests and local development only)';
 
-/**
- * A URL refused only because it is private, loopback or plain http: the error names the setting that
- * allows such targets, for tests and local development.
- */
+/** A URL refused only as private, loopback or plain http gets an error naming the setting that allows it, for tests and local development. */
 async function withPrivateTargetHint<T>(ctx: AppContext, url: string, create: () => Promise<T>): Promise<T> {
   try {
     return await create();
@@ -130,7 +127,7 @@ export const webhookCommands: Record<string, CliCommand> = {
     summary: 'send a signed webhook.ping now and print the outcome (exit code 1 when it failed)',
     positionals: ID,
     // The HTTP client is loaded by this command only.
-    run: async ({ ctx, positionals }) => (await import('../delivery/ping.js')).sendTestPing(ctx, operatorCaller(), positionals[0]!),
+    run: async ({ ctx, positionals }) => (await import('../domain/webhooks/test-ping.js')).sendTestPing(ctx, operatorCaller(), positionals[0]!),
     failure: (result: PingResult) =>
       result.outcome === 'succeeded'
         ? null

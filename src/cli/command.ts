@@ -31,10 +31,7 @@ export interface CliCommand<R = unknown> {
   json?: string | false;
   /** Commands that need no database (e.g. serve, which opens its own). */
   standalone?: boolean;
-  /**
-   * false: the pending migrations are not applied before `run` (the `migrate` command applies them
-   * itself and reports what it applied). Default true.
-   */
+  /** Pending migrations are applied before `run` unless false: `migrate` applies them itself, to report what it applied. */
   migrateFirst?: boolean;
   /** Columns of the `items` table in the human-readable output (default: every field). */
   columns?: string[];

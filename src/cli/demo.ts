@@ -23,8 +23,8 @@ const DEMO_USERS = [
 ];
 
 /**
- * Creates one partner, enterprise and org with categories and users (or reuses the demo org of an
- * earlier run), then mints a fresh read+write key: keys are shown only once, so every run makes one.
+ * Creates (or reuses) the demo partner, enterprise and org with categories and users, then mints a fresh read+write key:
+ * keys are shown only once, so every run makes one.
  */
 export async function provisionDemo(ctx: AppContext) {
   const existing = await ctx.db.db.selectFrom('orgs').select(['id', 'enterprise_id', 'partner_id']).where('name', '=', DEMO_ORG_NAME).executeTakeFirst();

@@ -43,9 +43,8 @@ export function formatAlert(
 }
 
 /**
- * A reference device client: connects with the bearer token, prints alerts, acknowledges each one,
- * answers pings, and on any disconnect reconnects with `after=<last offset>` so nothing is missed.
- * Runs until SIGINT/SIGTERM; a refused or revoked credential ends it with an error.
+ * A reference device client: prints and acknowledges alerts, answers pings, and reconnects with `after=<last offset>` so nothing
+ * is missed. Runs until SIGINT/SIGTERM; a refused or revoked credential ends it with an error.
  */
 export function simulateDevice(options: SimulatorOptions): Promise<void> {
   const out = options.out ?? process.stdout;

@@ -1,7 +1,4 @@
-/**
- * The human-readable output of the admin commands (without `--json`): a single record as `key: value`
- * lines, a list as a table with aligned columns. One-time secrets are printed with a note.
- */
+/** The admin commands' human-readable output (without `--json`): a record as `key: value` lines, a list as an aligned table. */
 
 /** Fields that hold a secret the service never shows again. */
 const SECRET_FIELDS = new Set(['key', 'secret', 'token', 'adminKey']);
@@ -42,10 +39,7 @@ export function formatValue(value: unknown, separator = ', '): string {
   return printable(String(value));
 }
 
-/**
- * `key: value` lines (exactly one space after the colon, which scripts reading the text rely on);
- * secrets carry "(shown once)".
- */
+/** `key: value` lines with exactly one space after the colon, which scripts reading the text rely on; secrets carry "(shown once)". */
 export function formatRecord(record: Record<string, unknown>): string {
   return Object.entries(record)
     .filter(([, v]) => v !== undefined)
@@ -72,10 +66,7 @@ export function formatTable(items: Record<string, unknown>[], columns: string[])
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/**
- * The default rendering of a command's result: its `items` as a table (of `columns`, or of every
- * field), any other fields as `key: value` lines above it.
- */
+/** A result's `items` as a table (of `columns`, or every field), any other fields as `key: value` lines above it. */
 export function formatResult(result: unknown, columns?: string[]): string {
   if (result === undefined) return '';
   if (!isRecord(result)) return formatValue(result);

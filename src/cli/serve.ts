@@ -22,6 +22,7 @@ export const serveCommands: Record<string, CliCommand> = {
       // The web stack is loaded by this command only, not by every command of the CLI.
       const { startServer } = await import('../server.js');
       const server = await startServer(config, ctx);
+      if (server.metricsUrl) server.app.log.info({ url: `${server.metricsUrl}/metrics` }, 'metrics listener started');
       if (demo) {
         const base = `${server.url}/api/public/v1`;
         process.stdout.write(

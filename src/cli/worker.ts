@@ -38,7 +38,6 @@ export const workerCommands: Record<string, CliCommand> = {
       const config = loadConfig();
       const ctx = createContext(config);
       await migrateToLatest(ctx.db);
-      // JSON lines on stderr, like the server's own logger (pino).
       const logOptions = { name: 'webhook-worker', ...loggerOptions(config, process.stderr) };
       // Logs go to stderr: readable on a terminal, JSON otherwise.
       const logger = logOptions.transport ? pino(logOptions) : pino(logOptions, pino.destination(2));

@@ -12,28 +12,6 @@ export async function emergencyRecordById(handle: DbHandle, orgId: string, id: s
   return row?.record ?? undefined;
 }
 
-export interface StoredEvent {
-  offset: number;
-  payload: string;
-  createdAtMs: number;
-}
-
-const eventsAfterQuery = preparedQuery((db, p) =>
-  db
-    .selectFrom('events')
-    .select(['stream_offset', 'payload', 'created_at'])
-    .where('org_id', '=', p('orgId'))
-    .where('stream_offset', '>', p('after'))
-    .orderBy('stream_offset')
-    .limit(p('limit')),
-);
-
-/** Committed events of one org after `after`, in offset order; an org's offsets commit in increasing order, so none is skipped. */
-export async function eventsAfter(handle: DbHandle, orgId: string, after: number, limit: number): Promise<StoredEvent[]> {
-  const rows = await eventsAfterQuery.execute(handle, { orgId, after, limit });
-  return rows.map((r) => ({ offset: Number(r.stream_offset), payload: r.payload, createdAtMs: Date.parse(r.created_at) }));
-}
-
 const answerByKey = preparedQuery((db, p) =>
   db
     .selectFrom('idempotency_keys')

@@ -1,4 +1,5 @@
 import type { Kysely, SelectQueryBuilder } from 'kysely';
+import type { IdempotencyScope } from './idempotency.js';
 import type { AttachmentTable, AuditLogTable, Database, EmergencyTable, EventTable, MessageDedupeTable, MessageTable, ResolutionTable } from './types.js';
 
 // A service states an operation as the rows it writes; how they reach the database is the adapter's business.
@@ -143,4 +144,9 @@ export class WriteSet implements Writes {
     }
     return byOrg;
   }
+}
+
+/** How a write is made: with the request's Idempotency-Key, its answer is stored in the write's own transaction. */
+export interface WriteOptions {
+  idempotency?: IdempotencyScope;
 }

@@ -1,48 +1,15 @@
-import type { AppContext } from '../context.js';
+import type { Kysely } from 'kysely';
 import type { Tx } from '../db/connect.js';
+import type { Database, WebhookDeliveryTable, WebhookSubscriptionTable } from '../db/types.js';
 import { findOrgScope } from '../domain/orgs/scope.js';
-import type { WebhookDeliveryTable, WebhookSubscriptionTable } from '../db/types.js';
-import { nowIso } from '../domain/shared/ids.js';
-import { activeSubscriptionsInTree, pendingDelivery, subscriptionWants } from '../domain/webhooks/repo.js';
-import type { ClaimedDelivery } from './claims.js';
+import { newId, nowIso } from '../domain/shared/ids.js';
+import { activeSubscriptionsInTree, subscriptionWants } from '../domain/webhooks/repo.js';
+import { advanceCursor, type ClaimedDelivery, committedOffset, eventsInRange, insertNewDeliveries, lockCursor, orgsBehind, pendingDelivery } from './queue.js';
 
-const INSERT_CHUNK = 200;
-
-/** Organizations whose committed event stream is ahead of the fan-out cursor (the polling backstop). */
-export async function orgsBehind(ctx: AppContext, limit: number): Promise<string[]> {
-  const rows = await ctx.db.db
-    .selectFrom('orgs as o')
-    .leftJoin('webhook_cursors as c', 'c.org_id', 'o.id')
-    .select('o.id')
-    .where((eb) => eb('o.event_offset', '>', eb.fn.coalesce('c.last_offset', eb.lit(0))))
-    .limit(limit)
-    .execute();
-  return rows.map((r) => r.id);
-}
-
-/**
- * Locks the org's cursor row and returns its offset, or null when another worker holds it (that
- * worker is fanning out the same org right now; SKIP LOCKED keeps this one from waiting on it).
- */
-async function lockCursor(tx: Tx, orgId: string): Promise<number | null> {
-  const select = () => {
-    const q = tx.db.selectFrom('webhook_cursors').select('last_offset').where('org_id', '=', orgId);
-    return tx.skipLocked(q).executeTakeFirst();
-  };
-  const found = await select();
-  if (found) return Number(found.last_offset);
-  // Not found: either it does not exist yet, or another worker holds it (skipped).
-  const exists = await tx.db.selectFrom('webhook_cursors').select('org_id').where('org_id', '=', orgId).executeTakeFirst();
-  if (exists) return null;
-  // An org created after the migration: its stream starts at offset 1.
-  await tx.db
-    .insertInto('webhook_cursors')
-    .values({ org_id: orgId, last_offset: 0, updated_at: nowIso() })
-    .onConflict((oc) => oc.column('org_id').doNothing())
-    .execute();
-  const created = await select();
-  return created ? Number(created.last_offset) : null;
-}
+/** Events of one org turned into deliveries per round; an org with more is fanned out again in the next round. */
+const FAN_OUT_BATCH = 500;
+/** Orgs a poll looks at; the next poll finds the rest. */
+const ORG_SCAN_LIMIT = 1000;
 
 export interface FanOutResult {
   /** Subscriptions that received new deliveries left for a claim (due now). */
@@ -69,33 +36,20 @@ export interface FanOutClaim {
 /**
  * Turns the next committed events of one org into one delivery per subscription that wants them,
  * and advances the org's cursor, in the caller's transaction: a crash leaves either both or neither.
- * Events are read by (org_id, stream_offset), the gap-free per-org order, never by a global order
- * that could commit out of sequence.
  */
-export async function fanOutOrg(tx: Tx, orgId: string, batchSize: number, claim?: FanOutClaim): Promise<FanOutResult> {
+async function fanOutOrg(tx: Tx, orgId: string, batchSize: number, claim?: FanOutClaim): Promise<FanOutResult> {
   const subscriptionIds = new Set<string>();
   const claimed: FanOutResult['claimed'] = [];
-  const offset = await lockCursor(tx, orgId);
+  const offset = await lockCursor(tx, orgId, nowIso());
   if (offset === null) return { subscriptionIds, more: false, claimed };
   // The org's committed offset is read before its subscriptions, as the events were before: an
   // event is matched against the subscriptions that existed once it had committed.
-  const head = await tx.db.selectFrom('orgs').select('event_offset').where('id', '=', orgId).executeTakeFirst();
-  const last = Math.min(Number(head?.event_offset ?? 0), offset + batchSize);
+  const last = Math.min(await committedOffset(tx, orgId), offset + batchSize);
   if (last <= offset) return { subscriptionIds, more: false, claimed };
   const scope = await findOrgScope({ db: tx.db }, orgId);
   const subscriptions = scope ? await activeSubscriptionsInTree(tx.db, scope) : [];
   // Most orgs subscribe nothing: their cursor moves on without their events (and bodies) being read.
-  const events =
-    subscriptions.length === 0
-      ? []
-      : await tx.db
-          .selectFrom('events')
-          .select(['id', 'stream_offset', 'event_type', 'created_at', 'payload'])
-          .where('org_id', '=', orgId)
-          .where('stream_offset', '>', offset)
-          .where('stream_offset', '<=', last)
-          .orderBy('stream_offset')
-          .execute();
+  const events = subscriptions.length === 0 ? [] : await eventsInRange(tx, orgId, offset, last);
   const now = nowIso();
   const rows: WebhookDeliveryTable[] = [];
   /** Rows written claimed, by id: handed to the worker only if their insert took place. */
@@ -104,7 +58,7 @@ export async function fanOutOrg(tx: Tx, orgId: string, batchSize: number, claim?
   for (const event of events) {
     for (const sub of subscriptions) {
       if (!subscriptionWants(sub, orgId, event.event_type, event.created_at)) continue;
-      const row = pendingDelivery(sub.id, orgId, event, now);
+      const row = pendingDelivery(newId(), sub.id, orgId, event, now);
       const left = room.get(sub.id)!;
       if (claim && left > 0) {
         room.set(sub.id, left - 1);
@@ -126,17 +80,7 @@ export async function fanOutOrg(tx: Tx, orgId: string, batchSize: number, claim?
       rows.push(row);
     }
   }
-  const inserted = new Set<string>();
-  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    // The unique (subscription, event) pair makes a repeated fan-out harmless.
-    const written = await tx.db
-      .insertInto('webhook_deliveries')
-      .values(rows.slice(i, i + INSERT_CHUNK))
-      .onConflict((oc) => oc.columns(['subscription_id', 'event_id']).doNothing())
-      .returning('id')
-      .execute();
-    for (const { id } of written) inserted.add(id);
-  }
+  const inserted = await insertNewDeliveries(tx, rows);
   const bySubscription = new Map<string, FanOutResult['claimed'][number]>();
   for (const [id, { subscription, delivery }] of taken) {
     if (!inserted.has(id)) continue;
@@ -149,6 +93,59 @@ export async function fanOutOrg(tx: Tx, orgId: string, batchSize: number, claim?
     entry.deliveries.push(delivery);
   }
   for (const entry of claimed) claim!.took(entry.subscription.id, entry.deliveries.length);
-  await tx.db.updateTable('webhook_cursors').set({ last_offset: last, updated_at: now }).where('org_id', '=', orgId).execute();
+  await advanceCursor(tx, orgId, last, now);
   return { subscriptionIds, more: last === offset + batchSize, claimed };
+}
+
+/**
+ * The fan-out of committed events into deliveries, per org in stream order. It keeps the orgs with
+ * new events: those a commit announced, and on a poll every org whose stream is ahead of its cursor.
+ */
+export class EventFanOut {
+  private readonly pendingOrgs = new Set<string>();
+  private scanAllOrgs = true;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly stopping: AbortSignal,
+  ) {}
+
+  committed(orgId: string): void {
+    this.pendingOrgs.add(orgId);
+  }
+
+  /** The next round also looks for orgs whose announcement was lost (or made by another process). */
+  poll(): void {
+    this.scanAllOrgs = true;
+  }
+
+  /** The orgs to fan out in the next round (read outside its transaction). */
+  async takeOrgs(): Promise<Set<string>> {
+    const orgs = new Set(this.pendingOrgs);
+    this.pendingOrgs.clear();
+    if (this.scanAllOrgs) {
+      this.scanAllOrgs = false;
+      for (const id of await orgsBehind(this.db, ORG_SCAN_LIMIT)) orgs.add(id);
+    }
+    return orgs;
+  }
+
+  /**
+   * Fans out every org of a round in its transaction; `claim` takes new deliveries at once (not once
+   * stopping). `more` tells that an org has events left, kept for the next round.
+   */
+  async run(tx: Tx, orgs: Set<string>, claim: FanOutClaim): Promise<FanOutResult> {
+    const results: [string, FanOutResult][] = [];
+    for (const orgId of orgs) results.push([orgId, await fanOutOrg(tx, orgId, FAN_OUT_BATCH, this.stopping.aborted ? undefined : claim)]);
+    const out: FanOutResult = { subscriptionIds: new Set(), more: false, claimed: [] };
+    for (const [orgId, { subscriptionIds, more, claimed }] of results) {
+      for (const id of subscriptionIds) out.subscriptionIds.add(id);
+      out.claimed.push(...claimed);
+      if (more) {
+        this.pendingOrgs.add(orgId);
+        out.more = true;
+      }
+    }
+    return out;
+  }
 }

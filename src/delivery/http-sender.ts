@@ -1,12 +1,14 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { Agent, request } from 'undici';
+import { Agent, type Dispatcher, interceptors, request } from 'undici';
 import { hostOf, isPublicAddress } from '../domain/outbound/public-host.js';
+import { MAX_ANSWER_TTL_MS, TargetResolver } from './target-resolver.js';
 
 /** What is kept of a response body: enough to diagnose, never enough to store someone's payload. */
 export const RECORDED_BODY_BYTES = 1024;
 /** Beyond this, the rest of a response body is not read (the connection is dropped instead of drained). */
 const DRAIN_LIMIT_BYTES = 64 * 1024;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 15_000;
+/** Names whose answers undici's DNS interceptor keeps; beyond it, connections resolve through the same bounded lookup uncached. */
+const CACHED_NAMES = 10_000;
 
 export interface SendResult {
   ok: boolean;
@@ -20,28 +22,6 @@ export interface SendResult {
   retryAfterMs: number | null;
 }
 
-export class NonPublicAddressError extends Error {
-  readonly code = 'EWEBHOOK_NON_PUBLIC';
-}
-
-type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-/**
- * A DNS lookup for outgoing connections that refuses names resolving to non-public addresses. It
- * runs at connect time, so a name re-pointed at an internal address after registration (DNS
- * rebinding) is refused too. Every resolved address must be public, not just the first.
- */
-function publicOnlyLookup(hostname: string, options: { all?: boolean; family?: number } | undefined, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...(options ?? {}), all: true }, (err, addresses) => {
-    if (err) return callback(err, []);
-    if (addresses.length === 0 || addresses.some((a) => !isPublicAddress(a.address))) {
-      return callback(new NonPublicAddressError(`${hostname} resolves to a non-public address`), []);
-    }
-    if (options?.all) return callback(null, addresses);
-    return callback(null, addresses[0]!.address, addresses[0]!.family);
-  });
-}
-
 function parseRetryAfter(value: string | string[] | undefined, now: number): number | null {
   const text = Array.isArray(value) ? value[0] : value;
   if (!text) return null;
@@ -52,9 +32,11 @@ function parseRetryAfter(value: string | string[] | undefined, now: number): num
 
 function describeFailure(err: unknown, timedOut: boolean): string {
   if (timedOut) return 'timeout';
-  const e = err as { code?: string; name?: string; cause?: { code?: string } };
+  const e = err as { code?: string; name?: string; dnsCode?: string; cause?: { code?: string; dnsCode?: string } };
   const code = e?.code ?? e?.cause?.code;
-  if (err instanceof NonPublicAddressError || code === 'EWEBHOOK_NON_PUBLIC') return 'target resolves to a non-public address';
+  if (code === 'EWEBHOOK_NON_PUBLIC') return 'target resolves to a non-public address';
+  if (code === 'EWEBHOOK_DNS_TIMEOUT') return 'DNS lookup timed out (dns_timeout)';
+  if (code === 'EWEBHOOK_DNS') return `DNS lookup failed (${e?.dnsCode ?? e?.cause?.dnsCode})`;
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `DNS lookup failed (${code})`;
   if (code) return `connection failed (${code})`;
@@ -64,15 +46,19 @@ function describeFailure(err: unknown, timedOut: boolean): string {
 /**
  * Sends signed webhook bodies with undici: one keep-alive pool per origin, a hard deadline per
  * request, redirects never followed (a 3xx is a failed attempt), and at most 1 KiB of the answer kept.
+ * Names are resolved by the bounded TargetResolver (deadline, lookups in flight, public addresses only)
+ * and its answers cached for their TTL by undici's DNS interceptor; IP literals need no lookup.
  */
 export class WebhookSender {
   private readonly agent: Agent;
+  private readonly dispatcher: Dispatcher;
   private readonly timeoutMs: number;
   private readonly allowPrivateTargets: boolean;
 
-  constructor(options: { allowPrivateTargets: boolean; timeoutMs?: number; connectionsPerOrigin?: number }) {
+  constructor(options: { allowPrivateTargets: boolean; timeoutMs?: number; connectionsPerOrigin?: number; resolver?: TargetResolver }) {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.allowPrivateTargets = options.allowPrivateTargets;
+    const resolver = options.resolver ?? new TargetResolver({ allowPrivateTargets: this.allowPrivateTargets });
     this.agent = new Agent({
       connections: options.connectionsPerOrigin ?? 64,
       headersTimeout: this.timeoutMs,
@@ -80,12 +66,15 @@ export class WebhookSender {
       keepAliveTimeout: 30_000,
       connect: {
         timeout: this.timeoutMs,
-        ...(this.allowPrivateTargets ? {} : { lookup: publicOnlyLookup as never }),
+        // Reached only by a name the interceptor below did not resolve (its cache full).
+        lookup: resolver.connectLookup as never,
       },
     });
+    this.dispatcher = this.agent.compose(interceptors.dns({ lookup: resolver.interceptorLookup as never, maxTTL: MAX_ANSWER_TTL_MS, maxItems: CACHED_NAMES }));
   }
 
-  async send(url: string, headers: Record<string, string>, body: string, abort?: AbortSignal): Promise<SendResult> {
+  /** `tenant` (the subscription's owner) is who a DNS lookup this send starts counts against. */
+  async send(url: string, headers: Record<string, string>, body: string, abort?: AbortSignal, tenant = ''): Promise<SendResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     if (!this.allowPrivateTargets) {
@@ -107,7 +96,10 @@ export class WebhookSender {
     abort?.addEventListener('abort', onInterrupt, { once: true });
     const signal = controller.signal;
     try {
-      const res = await request(url, { method: 'POST', headers, body, dispatcher: this.agent, signal });
+      // undici notices the abort only once the DNS lookup under way has ended; the deadline must not wait for it.
+      const aborted = new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+      const sending = TargetResolver.asTenant(tenant, () => request(url, { method: 'POST', headers, body, dispatcher: this.dispatcher, signal }));
+      const res = await Promise.race([sending, aborted]);
       const chunks: Buffer[] = [];
       let kept = 0;
       let read = 0;

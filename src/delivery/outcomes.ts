@@ -4,8 +4,9 @@ import type { WebhookAttemptTable } from '../db/types.js';
 import { newId, nowIso } from '../domain/shared/ids.js';
 import { findSubscription } from '../domain/webhooks/repo.js';
 import { disableOrEnable, dispatcherCaller } from '../domain/webhooks/service.js';
-import type { ClaimedDelivery } from './claims.js';
 import type { SendResult } from './http-sender.js';
+import { type DeliveryLogger, describeError } from './log.js';
+import { type ClaimedDelivery, clearFailing, insertAttempts, markDelivered, markFailing, recordFailure, returnInterrupted } from './queue.js';
 import { CONTINUOUS_FAILURE_LIMIT_MS, nextRetryDelayMs } from './retry-policy.js';
 
 export interface AttemptOutcome {
@@ -16,13 +17,21 @@ export interface AttemptOutcome {
   interrupted: boolean;
 }
 
-export interface RecordedEffects {
+interface RecordedEffects {
   /** Retries scheduled, by subscription, in milliseconds from now. */
   retries: { subscriptionId: string; delayMs: number }[];
   disabledSubscriptions: string[];
 }
 
-const INSERT_CHUNK = 200;
+/** Most attempts written in one transaction. */
+const OUTCOME_BATCH = 500;
+/** How long a batch that could not be written waits before it is tried again. */
+const FLUSH_RETRY_MS = 1000;
+/**
+ * Responses finishing within this window share one transaction (one commit per batch rather than per
+ * attempt). It delays only the bookkeeping, never a send.
+ */
+const FLUSH_GATHER_MS = 5;
 
 function attemptRow(o: AttemptOutcome, workerId: string): WebhookAttemptTable {
   return {
@@ -53,20 +62,16 @@ async function disableSubscription(tx: Tx, subscriptionId: string, reason: strin
 /**
  * Records a batch of finished attempts in one transaction: the attempt log, each delivery's next
  * state (delivered, retry at, or failed for good), and the subscription-level consequences (410 and
- * five days of continuous failure disable it; any success ends a failure run). Updates are guarded
- * by `claimed_by`, so a worker whose lease was taken over cannot overwrite the new owner's state.
+ * five days of continuous failure disable it; any success ends a failure run).
  */
-export async function recordOutcomes(ctx: AppContext, outcomes: AttemptOutcome[], workerId: string): Promise<RecordedEffects> {
+async function recordOutcomes(ctx: AppContext, outcomes: AttemptOutcome[], workerId: string): Promise<RecordedEffects> {
   const schedule = ctx.config.WEBHOOK_RETRY_SCHEDULE;
   return inTransaction(ctx.db, async (tx) => {
     const effects: RecordedEffects = { retries: [], disabledSubscriptions: [] };
-    const rows = outcomes.map((o) => attemptRow(o, workerId));
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      await tx.db
-        .insertInto('webhook_attempts')
-        .values(rows.slice(i, i + INSERT_CHUNK))
-        .execute();
-    }
+    await insertAttempts(
+      tx,
+      outcomes.map((o) => attemptRow(o, workerId)),
+    );
     const now = nowIso();
     const nowMs = Date.parse(now);
 
@@ -84,73 +89,95 @@ export async function recordOutcomes(ctx: AppContext, outcomes: AttemptOutcome[]
         succeededSubs.add(delivery.subscription_id);
         continue;
       }
-      const owned = tx.db.updateTable('webhook_deliveries').where('id', '=', delivery.id).where('claimed_by', '=', workerId);
       if (o.interrupted) {
-        await owned.set({ claimed_until: null, claimed_by: null, next_attempt_at: now, updated_at: now }).execute();
+        await returnInterrupted(tx, delivery.id, workerId, now);
         continue;
       }
       const attemptsMade = delivery.attempt_count + 1;
       const gone = result.statusCode === 410;
       const delay = gone || delivery.body === null ? null : nextRetryDelayMs(schedule, attemptsMade, result.retryAfterMs);
-      const base = {
-        attempt_count: attemptsMade,
-        claimed_until: null,
-        claimed_by: null,
-        last_response_code: result.statusCode,
-        last_error: result.error,
-        updated_at: now,
-      };
-      if (delay === null) {
-        await owned.set({ ...base, status: 'failed', completed_at: now }).execute();
-      } else {
-        await owned.set({ ...base, next_attempt_at: new Date(nowMs + delay).toISOString() }).execute();
-        effects.retries.push({ subscriptionId: delivery.subscription_id, delayMs: delay });
-      }
+      await recordFailure(tx, delivery.id, workerId, {
+        attemptCount: attemptsMade,
+        responseCode: result.statusCode,
+        error: result.error,
+        now,
+        retryAt: delay === null ? null : new Date(nowMs + delay).toISOString(),
+      });
+      if (delay !== null) effects.retries.push({ subscriptionId: delivery.subscription_id, delayMs: delay });
       if (gone) goneSubs.add(delivery.subscription_id);
       else if (!failedSubs.has(delivery.subscription_id)) failedSubs.set(delivery.subscription_id, o.startedAt);
     }
-    for (const [code, ids] of delivered) {
-      await tx.db
-        .updateTable('webhook_deliveries')
-        .set({
-          status: 'delivered',
-          attempt_count: (eb) => eb('attempt_count', '+', 1),
-          claimed_until: null,
-          claimed_by: null,
-          last_response_code: code,
-          last_error: null,
-          updated_at: now,
-          completed_at: now,
-        })
-        .where('id', 'in', ids)
-        .where('claimed_by', '=', workerId)
-        .execute();
-    }
+    for (const [code, ids] of delivered) await markDelivered(tx, ids, code, workerId, now);
 
     for (const subscriptionId of goneSubs) {
       if (await disableSubscription(tx, subscriptionId, 'the endpoint answered 410 Gone')) effects.disabledSubscriptions.push(subscriptionId);
     }
     for (const [subscriptionId, startedAt] of failedSubs) {
       if (succeededSubs.has(subscriptionId) || goneSubs.has(subscriptionId)) continue;
-      await tx.db
-        .updateTable('webhook_subscriptions')
-        .set({ failing_since: startedAt })
-        .where('id', '=', subscriptionId)
-        .where('failing_since', 'is', null)
-        .execute();
-      const sub = await tx.db.selectFrom('webhook_subscriptions').select(['failing_since', 'status']).where('id', '=', subscriptionId).executeTakeFirst();
+      const sub = await markFailing(tx, subscriptionId, startedAt);
       if (sub?.status === 'active' && sub.failing_since && nowMs - Date.parse(sub.failing_since) >= CONTINUOUS_FAILURE_LIMIT_MS) {
         if (await disableSubscription(tx, subscriptionId, 'every attempt failed for 5 days')) effects.disabledSubscriptions.push(subscriptionId);
       }
     }
-    if (succeededSubs.size > 0) {
-      await tx.db
-        .updateTable('webhook_subscriptions')
-        .set({ failing_since: null })
-        .where('id', 'in', [...succeededSubs])
-        .where('failing_since', 'is not', null)
-        .execute();
-    }
+    if (succeededSubs.size > 0) await clearFailing(tx, [...succeededSubs]);
     return effects;
   });
+}
+
+/**
+ * Writes finished attempts in batches, off the send path: one transaction for everything that finished
+ * meanwhile. A batch that cannot be written is kept and tried again (the leases keep the deliveries
+ * from being sent twice meanwhile).
+ */
+export class OutcomeRecorder {
+  private readonly outcomes: AttemptOutcome[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly workerId: string,
+    private readonly stopping: AbortSignal,
+    private readonly log: DeliveryLogger,
+    private readonly effects: { retryDue(subscriptionId: string, delayMs: number): void; disabled(subscriptionId: string): void },
+  ) {}
+
+  add(outcome: AttemptOutcome): void {
+    this.outcomes.push(outcome);
+    this.flush();
+  }
+
+  /** On stop, once no request is in flight: writes what is left, unless the database is unreachable (the leases then expire). */
+  async drain(): Promise<void> {
+    while (this.flushing || this.outcomes.length > 0) {
+      if (!this.flushing) this.flush();
+      await this.flushing;
+      if (this.outcomes.length > 0 && !this.flushing) break;
+    }
+  }
+
+  private flush(): void {
+    if (this.flushing) return;
+    this.flushing = (async () => {
+      await new Promise((r) => setTimeout(r, FLUSH_GATHER_MS));
+      while (this.outcomes.length > 0) {
+        const batch = this.outcomes.splice(0, OUTCOME_BATCH);
+        try {
+          const effects = await recordOutcomes(this.ctx, batch, this.workerId);
+          for (const { subscriptionId, delayMs } of effects.retries) this.effects.retryDue(subscriptionId, delayMs);
+          for (const id of effects.disabledSubscriptions) {
+            this.effects.disabled(id);
+            this.log.warn({ subscriptionId: id }, 'webhook subscription disabled');
+          }
+        } catch (err) {
+          this.log.error(describeError(err), 'recording webhook attempts failed; will retry');
+          this.outcomes.unshift(...batch);
+          await new Promise((r) => setTimeout(r, FLUSH_RETRY_MS));
+          if (this.stopping.aborted) return;
+        }
+      }
+    })().finally(() => {
+      this.flushing = null;
+      if (this.outcomes.length > 0 && !this.stopping.aborted) this.flush();
+    });
+  }
 }

@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { WebSocket } from 'ws';
 import type { AuthenticatedDevice } from '../domain/devices/schema.js';
-import { eventFrame, pingFrame } from './protocol.js';
+import { CloseCode, eventFrame, pingFrame } from './protocol.js';
 
 const TEXT = { binary: false } as const;
 
@@ -19,15 +19,13 @@ export interface ConnectionLimits {
 export class DeviceConnection {
   lastSent: number;
   lastHeardAt = Date.now();
-  /** When lastHeardAt was last written to the database. */
-  lastSeenWritten = 0;
   closing = false;
 
   constructor(
     readonly id: string,
     readonly device: AuthenticatedDevice,
     readonly ws: WebSocket,
-    /** The upgraded connection under `ws`: live frames, framed once per event, are written to it directly. */
+    /** The upgraded socket under `ws`: a live frame, framed once per event, is written to it as is. */
     private readonly socket: Duplex,
     startAfter: number,
     private readonly limits: ConnectionLimits,
@@ -45,32 +43,12 @@ export class DeviceConnection {
    * socket here never lands inside another. Returns false once the connection is unusable.
    */
   sendLive(offset: number, wire: Buffer): boolean {
-    const wanted = this.wantsLive(offset);
-    if (wanted !== 'send') return wanted === 'skip';
+    if (!this.open) return false;
+    if (offset <= this.lastSent) return true;
     this.socket.write(wire);
-    return this.sentLive(offset);
-  }
-
-  /**
-   * The first half of a live send made for many connections at once (see SocketFanOut): whether the
-   * frame at `offset` is to be written to `liveSocket` ('send'), was already sent ('skip'), or the
-   * connection is unusable ('gone').
-   */
-  wantsLive(offset: number): 'send' | 'skip' | 'gone' {
-    if (!this.open) return 'gone';
-    return offset <= this.lastSent ? 'skip' : 'send';
-  }
-
-  /** The socket live frames are written to (framed once per event, so the same bytes for every device). */
-  get liveSocket(): Duplex {
-    return this.socket;
-  }
-
-  /** The second half: the frame at `offset` was written (or queued). Returns false once the connection is unusable. */
-  sentLive(offset: number): boolean {
     this.lastSent = offset;
     if (this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
-      this.close(4429, 'too slow: send buffer limit exceeded; reconnect with after');
+      this.close(CloseCode.tooSlow, 'too slow: send buffer limit exceeded; reconnect with after');
       return false;
     }
     return true;

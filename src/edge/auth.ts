@@ -25,9 +25,8 @@ export interface KeyGate {
   keys: KeyAuthenticator;
   rateLimiter: RateLimiter;
   /**
-   * Failed authentications per client address. Every failure takes a token; once an address has none
-   * left its failures are 429s, and a key id that is not cached is not even looked up for it, so a
-   * flood of made-up keys costs the database nothing. Valid keys never take from it.
+   * Failed authentications per client address (valid keys never take from it). An address out of tokens gets 429s and its
+   * unknown key ids are not looked up, so a flood of made-up keys costs the database nothing.
    */
   authFailures: RateLimiter;
 }
@@ -48,7 +47,6 @@ export const TOOL_SERVER_KEYS: KeyPolicy = {
   accepts: new Set(['api_key']),
   unauthenticated: 'A valid API key is required: Authorization: Bearer enk_live_...',
 };
-/** The admin API: admin keys only. */
 export const ADMIN_KEYS: KeyPolicy = { accepts: new Set(['admin_key']), unauthenticated: 'A valid admin key is required: Authorization: Bearer enk_adm_...' };
 
 function refuse(gate: KeyGate, policy: KeyPolicy, request: FastifyRequest, reply: FastifyReply): never {
@@ -61,9 +59,8 @@ function refuse(gate: KeyGate, policy: KeyPolicy, request: FastifyRequest, reply
 }
 
 /**
- * onRequest hook: a route is served only to a valid key within its rate limit; everything else is
- * refused (401 / 429) before the body is read. Callback style, and synchronous while the key is
- * cached: an async hook would cost every request a promise and a later turn.
+ * onRequest hook: only a valid key within its rate limit is served, anything else is refused (401 / 429) before the body is read.
+ * Callback style and synchronous while the key is cached: an async hook would cost every request a promise and a later turn.
  */
 export function requireKey(gate: KeyGate, policy: KeyPolicy) {
   const { keys, rateLimiter: limiter } = gate;
@@ -71,12 +68,10 @@ export function requireKey(gate: KeyGate, policy: KeyPolicy) {
     if (!principal || principal.kind === 'operator' || !policy.accepts.has(principal.kind)) refuse(gate, policy, request, reply);
     enforceRateLimit(limiter, principal.keyId, reply);
     request.principal = principal;
-    // Org ids name the same org in any letter case: normalised once, here, before any service authorizes
-    // or queries with it.
+    // Org ids name the same org in any letter case: normalised once, here, before any service sees them.
     const params = request.params as { org_id?: unknown } | undefined;
     if (typeof params?.org_id === 'string') params.org_id = normalizeOrgId(params.org_id);
-    // Every later log line of this request (including "request completed") names the key and org;
-    // never the key itself.
+    // Later log lines of this request (including "request completed") name the key id and org, never the key itself.
     const orgId = params?.org_id;
     const child = request.log.child(typeof orgId === 'string' ? { keyId: principal.keyId, orgId } : { keyId: principal.keyId });
     request.log = child;
@@ -109,5 +104,5 @@ export function requireKey(gate: KeyGate, policy: KeyPolicy) {
 
 export function callerOf(request: FastifyRequest): Caller {
   if (!request.principal) throw new AppError('unauthenticated', 'A valid API key is required.');
-  return { principal: request.principal, requestId: request.id, idempotency: request.idempotency ?? undefined };
+  return { principal: request.principal, requestId: request.id };
 }

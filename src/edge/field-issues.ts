@@ -40,19 +40,33 @@ function issueType(issue: z.core.$ZodIssue): string {
   }
 }
 
-/** Turns zod issues into `{loc,msg,type}` entries, one per offending field. */
+/**
+ * At most this many entries are listed, and names in `loc` are cut at MAX_LOC_NAME characters: a
+ * body of 100,000 unknown keys (or one key of a megabyte) must not make a larger error answer
+ * than the request (extensions.md §9: no answer past 1 MiB).
+ */
+export const MAX_FIELD_ISSUES = 100;
+const MAX_LOC_NAME = 256;
+
+const locName = (p: PropertyKey): string | number =>
+  typeof p === 'number' ? p : typeof p === 'symbol' ? String(p) : p.length > MAX_LOC_NAME ? `${p.slice(0, MAX_LOC_NAME)}…` : p;
+
+/** Turns zod issues into `{loc,msg,type}` entries, one per offending field (the first MAX_FIELD_ISSUES of them). */
 export function toFieldIssues(part: Part, issues: z.core.$ZodIssue[]): FieldIssue[] {
   const out: FieldIssue[] = [];
+  let unlisted = 0;
+  const add = (issue: FieldIssue) => (out.length < MAX_FIELD_ISSUES ? out.push(issue) : unlisted++);
   for (const issue of issues) {
-    const path = issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p));
+    const path = issue.path.map(locName);
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ loc: [part, ...path, key], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' });
+      for (const key of issue.keys) add({ loc: [part, ...path, locName(key)], msg: 'Extra inputs are not permitted', type: 'extra_forbidden' });
       continue;
     }
     const type = issueType(issue);
     const msg = type === 'missing' ? 'Field required' : issue.message;
-    out.push({ loc: [part, ...path], msg, type });
+    add({ loc: [part, ...path], msg, type });
   }
+  if (unlisted > 0) out.push({ loc: [part], msg: `${unlisted} more issues are not listed; correct these and send again.`, type: 'too_many_issues' });
   return out;
 }
 

@@ -5,14 +5,13 @@ import type { DbHandle } from '../db/connect.js';
 import type { StoredAnswer } from '../db/idempotency.js';
 import { storedAnswer } from '../db/reads.js';
 import type { IdempotencyKeyTable } from '../db/types.js';
+import type { WriteOptions } from '../db/unit-of-work.js';
 import { AppError, fieldError } from '../errors.js';
 import { appendRouteHook } from './route-hooks.js';
 
 /**
- * Idempotency-Key on the writes of the REST API (extensions §2). The answer of a write is stored in
- * the write's own transaction (see db/idempotency.ts), so a retry with the same key and request
- * replays it, and one with the same key and another request is refused; a key whose first request is
- * still running here is a 409. Responses that made no write are not stored: the key stays free.
+ * Idempotency-Key on REST writes (extensions §2): the answer is stored in the write's own transaction, so a retry replays it and
+ * another request under the key is refused. A key whose first request still runs here is a 409; answers that wrote nothing are not stored.
  */
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -32,10 +31,7 @@ export const idempotencyHeaders = z.looseObject({
     ),
 });
 
-/**
- * The answer a route gives for the value its unit of work returns (and the request's body, for routes
- * whose answer's shape follows it); null when that value made no write.
- */
+/** A route's stored answer for its unit of work's value (and the body, when the answer's shape follows it); null when nothing was written. */
 export type AnswerOf = (value: unknown, body?: unknown) => StoredAnswer | null;
 
 declare module 'fastify' {
@@ -64,6 +60,11 @@ export function requestFingerprint(method: string, url: string, body: unknown): 
   return createHash('sha256').update(`${method} ${path} ${bodyHash}`).digest('hex');
 }
 
+/** The write options of a REST write: its Idempotency-Key's scope, when it carries one. */
+export function writeOptionsOf(request: FastifyRequest): WriteOptions {
+  return request.idempotency ? { idempotency: request.idempotency } : {};
+}
+
 /** Sends a stored answer again, or refuses when the key was stored for another request. */
 export function replayStoredAnswer(reply: FastifyReply, stored: IdempotencyKeyTable, fingerprint: string): FastifyReply {
   if (stored.fingerprint !== fingerprint) {
@@ -78,10 +79,8 @@ export function replayStoredAnswer(reply: FastifyReply, stored: IdempotencyKeyTa
 }
 
 /**
- * Gives every route registered on `instance` from now on that accepts Idempotency-Key (its config
- * names an `idempotentAnswer`) the preHandler below. Added per route when the route is registered, so
- * a request reads nothing of its route's options (Fastify builds `request.routeOptions` anew on each
- * access) and routes without the header pay nothing.
+ * Gives each route registered from now on that accepts Idempotency-Key the preHandler below, at registration, so a request never
+ * reads `request.routeOptions` (rebuilt on each access) and routes without the header pay nothing.
  */
 export function idempotentRoutes(instance: FastifyInstance, db: DbHandle): void {
   // Keys whose first request is running in this process. Across instances, the stored answer's
@@ -94,10 +93,7 @@ export function idempotentRoutes(instance: FastifyInstance, db: DbHandle): void 
   });
 }
 
-/**
- * preHandler of a route that accepts Idempotency-Key: after authentication and validation (a refused
- * request never touches the key), before the handler. Callback style, and nothing to do without the header.
- */
+/** preHandler after authentication and validation, so a refused request never touches the key; callback style, a no-op without the header. */
 function idempotencyHook(db: DbHandle, inFlight: Set<string>, answerOf: AnswerOf) {
   return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
     const key = request.headers[IDEMPOTENCY_HEADER];

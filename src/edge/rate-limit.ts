@@ -17,13 +17,8 @@ interface Bucket {
 }
 
 /**
- * Token bucket per API key: `ratePerSecond` tokens a second, holding at most twice that (the burst).
- * Buckets live in this process, so N instances behind a load balancer allow up to N times the rate;
- * the README says so. Idle buckets are dropped so the map stays bounded by active keys.
- *
- * Written here rather than taken from @fastify/rate-limit: that plugin counts requests, while a
- * JSON-RPC batch must pay one token per tool call, all or nothing (extensions §1b), and the key is
- * known only after authentication, in the same hook; the check runs on every request of every surface.
+ * Token bucket per API key and process (N instances allow N times the rate, as the README says); idle buckets are dropped. Not
+ * @fastify/rate-limit: it counts requests, while a JSON-RPC batch pays one token per tool call, all or nothing (extensions §1b).
  */
 export class RateLimiter {
   private readonly buckets = new Map<string, Bucket>();
@@ -43,10 +38,7 @@ export class RateLimiter {
     return !bucket || bucket.tokens + ((now - bucket.updatedAt) / 1000) * this.ratePerSecond >= 1;
   }
 
-  /**
-   * Takes `cost` tokens, all or none: a request that stands for several operations (a JSON-RPC batch
-   * of tool calls) pays for each of them, and is refused whole when the bucket cannot cover it.
-   */
+  /** Takes `cost` tokens, all or none, so a batch of tool calls pays for each and is refused whole when the bucket cannot cover it. */
   take(key: string, now = Date.now(), cost = 1): RateDecision {
     this.sweep(now);
     const bucket = this.buckets.get(key) ?? { tokens: this.capacity, updatedAt: now };

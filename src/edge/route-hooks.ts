@@ -1,9 +1,8 @@
 import type { onResponseHookHandler, preHandlerHookHandler, RouteOptions } from 'fastify';
 
 /**
- * Adds a hook to one route as it is registered (from an onRoute hook), after the hooks the route
- * declares itself. A hook of the route's own knows the route's options already, so it never reads
- * `request.routeOptions`, which Fastify builds anew on each access.
+ * Adds a hook to one route as it is registered, after the route's own hooks, so the hook knows the route's options without
+ * reading `request.routeOptions`, which Fastify builds anew on each access.
  */
 export function appendRouteHook(route: RouteOptions, name: 'preHandler', hook: preHandlerHookHandler): void;
 export function appendRouteHook(route: RouteOptions, name: 'onResponse', hook: onResponseHookHandler): void;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import fastifyStatic from '@fastify/static';
@@ -26,6 +27,8 @@ const CONFIG = {
   authentication: { preferredSecurityScheme: 'bearer' },
 };
 
+const INIT_SCRIPT = `Scalar.createApiReference('#app', Object.assign(${JSON.stringify(CONFIG)}, { baseServerURL: window.location.origin }));`;
+
 const PAGE = `<!doctype html>
 <html lang="en">
   <head>
@@ -37,12 +40,24 @@ const PAGE = `<!doctype html>
   <body>
     <div id="app"></div>
     <script src="/docs/assets/standalone.js"></script>
-    <script>
-      Scalar.createApiReference('#app', Object.assign(${JSON.stringify(CONFIG)}, { baseServerURL: window.location.origin }));
-    </script>
+    <script>${INIT_SCRIPT}</script>
   </body>
 </html>
 `;
+
+/**
+ * The page may not be framed (clickjacking a key typed into it), and runs the bundle from this origin
+ * and its one inline script (by hash) only. Scalar sets styles inline and calls this origin, nothing else.
+ */
+const SECURITY_HEADERS = {
+  'content-security-policy':
+    `default-src 'self'; script-src 'self' 'sha256-${createHash('sha256').update(INIT_SCRIPT).digest('base64')}'; ` +
+    "style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; " +
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
 
 export const docsPage: FastifyPluginAsync = async (app) => {
   await app.register(fastifyStatic, {
@@ -52,7 +67,7 @@ export const docsPage: FastifyPluginAsync = async (app) => {
     allowedPath: (path) => path === '/standalone.js',
     maxAge: '1h',
   });
-  const page = async (_req: unknown, reply: import('fastify').FastifyReply) => reply.type('text/html; charset=utf-8').send(PAGE);
+  const page = async (_req: unknown, reply: import('fastify').FastifyReply) => reply.headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(PAGE);
   app.get('/docs', { schema: { hide: true } }, page);
   for (const alias of ['/redoc', '/reference']) app.get(alias, { schema: { hide: true } }, async (_req, reply) => reply.redirect('/docs', 301));
 };

@@ -18,7 +18,7 @@ export const validationErrorResponse = z
       z.object({
         loc: z.array(z.union([z.string(), z.number()])).describe('Where the problem is, starting with body, query or path.'),
         msg: z.string(),
-        type: z.string().describe('e.g. missing, extra_forbidden, string_type, too_long, category_not_found'),
+        type: z.string().describe('e.g. missing, extra_forbidden, string_type, too_long, category_not_found, cursor_invalid'),
       }),
     ),
   })
@@ -27,7 +27,7 @@ export const validationErrorResponse = z
 const described = (schema: z.ZodType, description: string) => schema.describe(description);
 
 /** The error responses every authenticated route can return, for the OpenAPI description. */
-export function errorResponses(extra: Partial<Record<404 | 409 | 410 | 413 | 415, string>> = {}) {
+export function errorResponses(extra: Partial<Record<404 | 409 | 410 | 413 | 415 | 429 | 503, string>> = {}) {
   const out: Record<number, z.ZodType> = {
     401: described(errorResponse, 'unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer).'),
     403: described(errorResponse, 'org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write).'),

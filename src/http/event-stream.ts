@@ -1,22 +1,71 @@
 import type { ServerResponse } from 'node:http';
 import type { DbHandle } from '../db/connect.js';
-import { eventsAfter, type StoredEvent } from '../db/reads.js';
-import type { EventBus } from '../domain/events/bus.js';
-import { LiveReader } from '../edge/live-reader.js';
+import { eventsAfter, type StoredEvent } from '../events/read.js';
+import type { Principal } from '../domain/access/principal.js';
+import type { EventBus } from '../events/bus.js';
+import type { ConnectionBudget } from '../edge/connection-budget.js';
+import { LiveReader } from '../events/live-reader.js';
+import { AppError } from '../errors.js';
 
 /**
  * The org's event stream as Server-Sent Events, for browsers (the operator console): the same
  * committed rows, offsets and envelopes as the device gateway, read once per org and written to every
  * watching connection. A browser authenticates with the Authorization header (fetch-streamed SSE),
  * so no key ever sits in a URL, and resumes with `after` (or Last-Event-ID) after a disconnect.
+ *
+ * A stream is long-lived, so the rules of a request are kept for its whole life: it ends within
+ * about a second when its key is revoked, expires or no longer covers the org (the key is read again
+ * from the database, so a revocation by another process counts too); a key holds at most
+ * STREAMS_PER_KEY streams and the instance at most MAX_STREAMS (and what the open-file limit allows);
+ * a client that does not read is dropped instead of growing the server's memory; and a replay from
+ * far back is paced by the client and by the event loop, never holding it for long.
  */
 
+/** Rows the live reader fetches per query. */
 const PAGE = 500;
-/** A connection with this much unsent data is too slow: it is closed and resumes with its last id. */
-const MAX_BUFFERED_BYTES = 4 * 1024 * 1024;
+/** Rows a replay reads per turn of the event loop. */
+const REPLAY_PAGE = 100;
+/** Replays reading or writing a page at once (see ReplayTurns); the others wait for a later turn. */
+const REPLAY_TURNS_AT_ONCE = 4;
 const KEEP_ALIVE_MS = 15_000;
 /** Wake-ups are hints; this poll bounds the delay when one is lost (e.g. another instance's commit). */
 const BACKSTOP_POLL_MS = 1_000;
+/** Credentials re-read at once by one re-check round. */
+const RECHECK_READS_AT_ONCE = 16;
+/** Retry-After of a refused stream: a key at its limit must first close one; a full instance may have room soon. */
+export const TOO_MANY_STREAMS_RETRY_AFTER_SECONDS = 10;
+export const STREAMS_FULL_RETRY_AFTER_SECONDS = 5;
+
+/** The limits of the streams (STREAMS_PER_KEY, MAX_STREAMS) and their internal timings (tests shorten these). */
+export interface StreamLimits {
+  /** Streams one key may hold open at once (STREAMS_PER_KEY). */
+  perKey: number;
+  /** Streams this instance holds open at once (MAX_STREAMS). */
+  max: number;
+  /** A stream with more than this queued for its client is dropped. */
+  maxBufferedBytes: number;
+  /** A stream whose queued data has not moved for this long is dropped. */
+  stallTimeoutMs: number;
+  /** During a replay, wait for the client to read once this much is queued. */
+  replayHighWaterBytes: number;
+  /** How often each streaming credential is read again from the database. */
+  recheckMs: number;
+}
+
+export const defaultStreamLimits: Omit<StreamLimits, 'perKey' | 'max'> = {
+  maxBufferedBytes: 1024 * 1024,
+  stallTimeoutMs: 30_000,
+  replayHighWaterBytes: 256 * 1024,
+  recheckMs: 1_000,
+};
+
+/** How a stream's credential is checked again while it streams. */
+export interface StreamAccess {
+  /** The key's principal as stored now (read past any cache), or null when it no longer authenticates. */
+  reverify(token: string): Promise<Principal | null>;
+  /** Resolves when `principal` may still read the org; rejects (403 AppError) when it may not. */
+  authorize(principal: Principal, orgId: string): Promise<unknown>;
+}
 
 const EVENT_TYPE = /"eventType":"([a-z._]+)"/;
 
@@ -25,25 +74,138 @@ function frameOf(row: StoredEvent): string {
   return `id: ${row.offset}\nevent: ${type}\ndata: ${row.payload}\n\n`;
 }
 
+/**
+ * Paces the replays of this process: a replay reads and writes a page only while it holds a turn, a
+ * turn is granted on an iteration of the event loop of its own (setImmediate), and only a few are
+ * held at once. Otherwise a replay whose client reads fast would never wait for the loop: on SQLite a
+ * read runs synchronously, and writes complete and drain within the same tick, so page after page
+ * would follow each other in microtasks; and a thousand replays resuming after their sockets drained
+ * would each write a page in the same iteration. Either holds /healthz and every request meanwhile.
+ */
+class ReplayTurns {
+  private held = 0;
+  private readonly waiting: (() => void)[] = [];
+  private scheduled = false;
+
+  constructor(private readonly atOnce: number) {}
+
+  /** Resolves on a later iteration of the event loop, holding one of the turns; `release` gives it back. */
+  acquire(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      this.waiting.push(resolve);
+      this.schedule();
+    });
+  }
+
+  release(): void {
+    this.held--;
+    this.schedule();
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.waiting.length === 0 || this.held >= this.atOnce) return;
+    this.scheduled = true;
+    setImmediate(this.grant);
+  }
+
+  private readonly grant = (): void => {
+    this.scheduled = false;
+    while (this.held < this.atOnce && this.waiting.length > 0) {
+      this.held++;
+      this.waiting.shift()!();
+    }
+  };
+}
+
+/** The streams opened with one key (by its bearer token, which the re-checks verify again). */
+export class StreamCredential {
+  readonly watchers = new Set<Watcher>();
+  /** Streams admitted and not yet watching (their start is being read). */
+  pending = 0;
+
+  constructor(readonly token: string) {}
+
+  get held(): number {
+    return this.watchers.size + this.pending;
+  }
+}
+
+/** A stream admitted by `reserve`, to be handed to `watch` or given back with `release`. */
+export interface StreamSlot {
+  readonly credential: StreamCredential;
+  state: 'reserved' | 'watching' | 'released';
+}
+
+export type StreamAdmission = { admitted: true; slot: StreamSlot } | { admitted: false; error: AppError; retryAfterSeconds: number };
+
 class Watcher {
+  /** No more events are written (ended or dropped); the response may still be flushing. */
   closed = false;
+  /** Writes not yet handed to the kernel, and when that queue last moved. */
+  private unflushed = 0;
+  private movedAt = 0;
+
   constructor(
     readonly res: ServerResponse,
     /** Highest offset written to this connection. */
     public last: number,
+    readonly orgId: string,
+    readonly credential: StreamCredential,
+    private readonly limits: StreamLimits,
   ) {}
+
+  private readonly flushed = (): void => {
+    this.unflushed--;
+    this.movedAt = Date.now();
+  };
+
+  write(text: string): void {
+    if (this.unflushed++ === 0) this.movedAt = Date.now();
+    this.res.write(text, this.flushed);
+  }
 
   send(offset: number, frame: string): void {
     if (this.closed || offset <= this.last) return;
-    this.res.write(frame);
+    this.write(frame);
     this.last = offset;
-    if (this.res.writableLength > MAX_BUFFERED_BYTES) this.close();
+    if (this.res.writableLength > this.limits.maxBufferedBytes) this.drop();
   }
 
-  close(): void {
+  /** Whether data has been queued for the client without moving for longer than the stall timeout. */
+  stalled(now: number): boolean {
+    return this.unflushed > 0 && now - this.movedAt > this.limits.stallTimeoutMs;
+  }
+
+  /** Queued beyond the replay's high-water mark: wait for the client to read. */
+  get backedUp(): boolean {
+    return this.res.writableLength > this.limits.replayHighWaterBytes;
+  }
+
+  /** Resolves once the queue has drained, or the response is gone. */
+  drained(): Promise<void> {
+    if (this.closed || this.res.destroyed || this.res.writableLength === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        this.res.off('drain', done);
+        this.res.off('close', done);
+        resolve();
+      };
+      this.res.on('drain', done);
+      this.res.on('close', done);
+    });
+  }
+
+  /** Ends the stream in order (its credential is gone, the server stops): the client sees the end and may resume. */
+  end(): void {
     if (this.closed) return;
     this.closed = true;
     this.res.end();
+  }
+
+  /** Too slow a reader: the connection goes at once (what is queued could not be delivered anyway); it resumes with its last id. */
+  drop(): void {
+    this.closed = true;
+    this.res.destroy();
   }
 }
 
@@ -52,13 +214,17 @@ class OrgFeed extends LiveReader<Watcher> {
   constructor(
     orgId: string,
     db: DbHandle,
+    private readonly turns: ReplayTurns,
     private readonly onError: (err: unknown) => void,
   ) {
     super(orgId, db, PAGE);
   }
 
+  /** Watchers still replaying. */
+  replaying = 0;
+
   get idle(): boolean {
-    return this.live.size === 0 && !this.running;
+    return this.live.size === 0 && this.replaying === 0 && !this.running;
   }
 
   protected deliver(row: StoredEvent): void {
@@ -73,87 +239,273 @@ class OrgFeed extends LiveReader<Watcher> {
     this.onError(err);
   }
 
-  /** Replays what the watcher missed on its own, then joins the live readers in one synchronous step (no row can fall between). */
+  /**
+   * Replays what the watcher missed on its own, a page per turn (see ReplayTurns) and paced by its
+   * client, then joins the live readers in one synchronous step (no row can fall between).
+   */
   async admit(w: Watcher): Promise<void> {
-    while (!w.closed) {
-      if (this.live.size === 0 && !this.running) {
-        const rows = await eventsAfter(this.db, this.orgId, w.last, PAGE);
-        for (const row of rows) w.send(row.offset, frameOf(row));
-        if (rows.length === PAGE || w.closed) continue;
-        if (this.live.size === 0 && !this.running) {
-          this.readOffset = w.last;
-          this.live.add(w);
-          this.wake();
-          return;
+    this.replaying++;
+    // The page being written and how far; whether the last read found nothing beyond what was sent:
+    // only then may the watcher start the live reader from its own position.
+    let rows: StoredEvent[] = [];
+    let next = 0;
+    let atEnd = false;
+    try {
+      while (!w.closed) {
+        // Paced by the client: a replay of many events never sits in server memory at once. It joins
+        // only with a drained queue too, so the live reader does not find it over the bound at once.
+        if (w.backedUp) {
+          await w.drained();
+          continue;
         }
+        if (next >= rows.length) {
+          if (this.live.size === 0 && !this.running) {
+            if (atEnd) {
+              this.readOffset = w.last;
+              this.join(w);
+              return;
+            }
+          } else if (this.readOffset !== null && w.last >= this.readOffset) {
+            this.join(w);
+            return;
+          }
+        }
+        await this.turns.acquire();
+        try {
+          if (w.closed) return;
+          if (next >= rows.length) {
+            rows = await eventsAfter(this.db, this.orgId, w.last, REPLAY_PAGE);
+            next = 0;
+            atEnd = rows.length < REPLAY_PAGE;
+          }
+          while (next < rows.length && !w.backedUp) {
+            const row = rows[next++]!;
+            w.send(row.offset, frameOf(row));
+            if (w.closed) return;
+          }
+        } finally {
+          this.turns.release();
+        }
+        // Nothing newer yet the live reader is ahead: this read's snapshot predates the reader's.
+        // Read again shortly; never skip ahead, that would be a gap.
+        if (rows.length === 0 && (this.live.size > 0 || this.running)) await new Promise((r) => setTimeout(r, 20));
       }
-      if (this.readOffset !== null && w.last >= this.readOffset) {
-        this.live.add(w);
-        this.wake();
-        return;
-      }
-      const rows = await eventsAfter(this.db, this.orgId, w.last, PAGE);
-      for (const row of rows) w.send(row.offset, frameOf(row));
-      // Caught up with the table but behind the live reader's snapshot: read again shortly.
-      if (rows.length === 0) await new Promise((r) => setTimeout(r, 20));
+    } finally {
+      this.replaying--;
     }
+  }
+
+  private join(w: Watcher): void {
+    this.live.add(w);
+    // Rows committed between the replay's last read and now were announced while this watcher was
+    // not live; read once more so they are not left waiting for the next commit.
+    this.wake();
   }
 }
 
 export class BrowserStreams {
   private readonly feeds = new Map<string, OrgFeed>();
   private readonly watchers = new Set<Watcher>();
+  /** By bearer token: one entry per key with streams open or being opened. */
+  private readonly credentials = new Map<string, StreamCredential>();
+  private pending = 0;
+  private readonly turns = new ReplayTurns(REPLAY_TURNS_AT_ONCE);
   private readonly unsubscribe: () => void;
+  private readonly untrack: () => void;
   private readonly timers: NodeJS.Timeout[];
+  private rechecking = false;
+  private stopped = false;
 
   constructor(
     private readonly db: DbHandle,
     bus: EventBus,
-    private readonly onError: (err: unknown) => void,
+    private readonly access: StreamAccess,
+    private readonly budget: ConnectionBudget,
+    private readonly limits: StreamLimits,
+    private readonly onError: (err: unknown, where: string) => void,
   ) {
     this.unsubscribe = bus.onCommitted((event) => this.feeds.get(event.orgId)?.wake(event));
+    this.untrack = budget.track(() => this.watchers.size + this.pending);
     const poll = setInterval(() => {
       for (const [orgId, feed] of this.feeds) {
         if (feed.idle) this.feeds.delete(orgId);
         else feed.wake();
       }
+      const now = Date.now();
+      for (const w of this.watchers) if (w.stalled(now)) w.drop();
     }, BACKSTOP_POLL_MS);
     const keepAlive = setInterval(() => {
-      for (const w of this.watchers) if (!w.closed) w.res.write(': keep-alive\n\n');
+      for (const w of this.watchers) if (!w.closed) w.write(': keep-alive\n\n');
     }, KEEP_ALIVE_MS);
-    this.timers = [poll, keepAlive];
+    const recheck = setInterval(() => {
+      void this.recheck();
+    }, limits.recheckMs);
+    this.timers = [poll, keepAlive, recheck];
     for (const t of this.timers) t.unref();
   }
 
+  /** Streams open now. */
   get watching(): number {
     return this.watchers.size;
   }
 
+  /**
+   * Admits one more stream of the key whose bearer token is `token`, or says why not: 429
+   * too_many_streams when the key holds STREAMS_PER_KEY, 503 unavailable when the instance holds
+   * MAX_STREAMS (or its long-lived connections reach the open-file budget). Synchronous, so requests
+   * racing each other are counted one by one.
+   */
+  reserve(token: string): StreamAdmission {
+    const known = this.credentials.get(token);
+    if (this.stopped) {
+      return {
+        admitted: false,
+        error: new AppError('unavailable', 'The server is shutting down; reconnect shortly.'),
+        retryAfterSeconds: STREAMS_FULL_RETRY_AFTER_SECONDS,
+      };
+    }
+    if ((known?.held ?? 0) >= this.limits.perKey) {
+      return {
+        admitted: false,
+        error: new AppError(
+          'too_many_streams',
+          `This key already holds ${this.limits.perKey} event streams on this instance (STREAMS_PER_KEY); close one before opening another.`,
+        ),
+        retryAfterSeconds: TOO_MANY_STREAMS_RETRY_AFTER_SECONDS,
+      };
+    }
+    if (this.watchers.size + this.pending >= this.limits.max || this.budget.full) {
+      return {
+        admitted: false,
+        error: new AppError('unavailable', `This instance holds as many event streams as it can; retry after ${STREAMS_FULL_RETRY_AFTER_SECONDS} s.`),
+        retryAfterSeconds: STREAMS_FULL_RETRY_AFTER_SECONDS,
+      };
+    }
+    const credential = known ?? new StreamCredential(token);
+    if (!known) this.credentials.set(token, credential);
+    credential.pending++;
+    this.pending++;
+    return { admitted: true, slot: { credential, state: 'reserved' } };
+  }
+
+  /** Gives back a slot that will not stream (its start was refused). */
+  release(slot: StreamSlot): void {
+    if (slot.state !== 'reserved') return;
+    slot.state = 'released';
+    slot.credential.pending--;
+    this.pending--;
+    this.forgetIfIdle(slot.credential);
+  }
+
+  private forgetIfIdle(credential: StreamCredential): void {
+    if (credential.held === 0 && this.credentials.get(credential.token) === credential) this.credentials.delete(credential.token);
+  }
+
   /** Streams the org's events after `after` to `res` (headers already sent) until either side closes. */
-  watch(orgId: string, after: number, res: ServerResponse): void {
-    const w = new Watcher(res, after);
+  watch(slot: StreamSlot, orgId: string, after: number, res: ServerResponse): void {
+    if (slot.state !== 'reserved') throw new Error('a stream slot is used once');
+    slot.state = 'watching';
+    const credential = slot.credential;
+    credential.pending--;
+    this.pending--;
+    const w = new Watcher(res, after, orgId, credential, this.limits);
+    credential.watchers.add(w);
     this.watchers.add(w);
     let feed = this.feeds.get(orgId);
     if (!feed) {
-      feed = new OrgFeed(orgId, this.db, this.onError);
+      feed = new OrgFeed(orgId, this.db, this.turns, (err) => this.onError(err, 'read'));
       this.feeds.set(orgId, feed);
     }
     const joined = feed;
-    res.on('close', () => {
+    let gone = false;
+    const leave = () => {
+      if (gone) return;
+      gone = true;
       w.closed = true;
       joined.live.delete(w);
       this.watchers.delete(w);
-    });
+      credential.watchers.delete(w);
+      this.forgetIfIdle(credential);
+    };
+    res.on('close', leave);
+    // The client may have gone while the stream's start was read: its close has already been emitted.
+    if (res.destroyed || !res.socket || res.socket.destroyed) {
+      leave();
+      return;
+    }
+    if (this.stopped) {
+      w.end();
+      return;
+    }
     joined.admit(w).catch((err) => {
-      this.onError(err);
-      w.close();
+      this.onError(err, 'replay');
+      w.end();
     });
+  }
+
+  /**
+   * One round of re-checks: each credential with open streams is read again from the database (once,
+   * however many streams it holds) and authorized again for each org it streams; the streams it no
+   * longer allows are ended. A round still running when the next is due makes that one skip.
+   */
+  async recheck(): Promise<void> {
+    if (this.rechecking || this.stopped) return;
+    this.rechecking = true;
+    try {
+      const due = [...this.credentials.values()].filter((c) => c.watchers.size > 0);
+      let next = 0;
+      const worker = async () => {
+        while (next < due.length) {
+          await this.recheckOne(due[next++]!);
+          // On SQLite the reads complete within the tick: a round over many keys must not hold the loop.
+          await new Promise((r) => setImmediate(r));
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(RECHECK_READS_AT_ONCE, due.length) }, worker));
+    } finally {
+      this.rechecking = false;
+    }
+  }
+
+  private async recheckOne(credential: StreamCredential): Promise<void> {
+    let principal: Principal | null;
+    try {
+      principal = await this.access.reverify(credential.token);
+    } catch (err) {
+      // The database is unreachable: the streams carry on (they get nothing new meanwhile either) and
+      // the next round reads again.
+      this.onError(err, 'credential check');
+      return;
+    }
+    const orgs = new Set<string>();
+    for (const w of credential.watchers) if (!w.closed) orgs.add(w.orgId);
+    for (const orgId of orgs) {
+      let allowed = principal !== null;
+      if (principal) {
+        try {
+          await this.access.authorize(principal, orgId);
+        } catch (err) {
+          if (!(err instanceof AppError && err.status === 403)) {
+            this.onError(err, 'credential check');
+            continue;
+          }
+          allowed = false;
+        }
+      }
+      if (!allowed) for (const w of [...credential.watchers]) if (w.orgId === orgId) w.end();
+    }
   }
 
   /** Ends every stream (the server is stopping); browsers reconnect with their last id. */
   close(): void {
+    this.stopped = true;
     this.unsubscribe();
+    this.untrack();
     for (const t of this.timers) clearInterval(t);
-    for (const w of this.watchers) w.close();
+    // A client that is not reading would hold the shutdown until its queue drained: it goes at once.
+    for (const w of this.watchers) {
+      if (w.res.writableLength > 0) w.drop();
+      else w.end();
+    }
   }
 }

@@ -3,15 +3,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type JSONRPCMessage, type JSONRPCRequest, JSONRPCRequestSchema, SUPPORTED_PROTOCOL_VERSIONS } from '@modelcontextprotocol/sdk/types.js';
 
 /**
- * The common tool-server exchange, one JSON-RPC request answered with one JSON body, without the
- * SDK's web-standard transport. That transport builds a web Request, a Response and a body stream
- * for every call, a large share of a tool call (docs/benchmarks.md); the tool server itself (the SDK's
- * McpServer: tool lookup, argument and result validation) is the same on both paths.
- *
- * `directCall` returns the request only when the SDK's transport would hand it to the server as is
- * and answer in JSON: both media types accepted and JSON preferred, a JSON body, a supported (or
- * absent) protocol version, a single valid request that is not `initialize`. Anything else, errors
- * included, goes through the SDK's transport, which answers it.
+ * The common tool call (one JSON-RPC request answered in JSON) without the SDK transport's per-call web Request, Response and body stream.
+ * Returns the request only when that transport would pass it on as is and answer in JSON; anything else goes through the transport.
  */
 export function directCall(headers: Record<string, string | string[] | undefined>, body: unknown, prefersEventStream: boolean): JSONRPCRequest | null {
   const accept = headers.accept;
@@ -40,8 +33,7 @@ export class SingleResponseTransport implements Transport {
   async start(): Promise<void> {}
 
   async send(message: JSONRPCMessage): Promise<void> {
-    // Only the response travels back; notifications tied to the request have no channel in a JSON
-    // answer (the SDK's transport drops them too in JSON mode).
+    // A JSON answer has no channel for notifications tied to the request; the SDK's transport drops them too.
     if ('id' in message && !('method' in message)) this.settle(message);
   }
 

@@ -25,13 +25,10 @@ function jsonRpcError(reply: FastifyReply, status: number, code: number, message
     .send(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
 }
 
-/** The first protocol version without JSON-RPC batching (2025-06-18 removed it); versions are dates. */
+/** The first protocol version without JSON-RPC batching; versions are dates, so they compare as strings. */
 const FIRST_VERSION_WITHOUT_BATCHES = '2025-06-18';
 
-/**
- * Why a JSON-RPC batch is refused, or null: batches exist only in protocol versions before
- * 2025-06-18, whether the version is named by the header or by an `initialize` inside the batch.
- */
+/** Why a JSON-RPC batch is refused, or null: batches exist only before FIRST_VERSION_WITHOUT_BATCHES, named by the header or an `initialize` in the batch. */
 export function batchRefusal(versionHeader: string | string[] | undefined, batch: unknown[]): string | null {
   const versions = [typeof versionHeader === 'string' ? versionHeader : undefined];
   for (const message of batch) {
@@ -43,9 +40,8 @@ export function batchRefusal(versionHeader: string | string[] | undefined, batch
 }
 
 /**
- * Streamable HTTP lets the server answer a POST with one JSON body or with an SSE stream. Clients
- * must accept both; the response follows the client's stated preference: SSE when it ranks
- * text/event-stream above application/json (by q-value, then by order), JSON otherwise.
+ * Clients must accept both a JSON body and an SSE stream; the stream is chosen only when the client ranks text/event-stream
+ * above application/json (by q-value, then by order).
  */
 export function prefersEventStream(accept: string | undefined): boolean {
   if (!accept) return false;
@@ -79,17 +75,15 @@ async function sendWebResponse(reply: FastifyReply, response: Response) {
   if (response.headers.get('content-type')?.startsWith('text/event-stream')) {
     return reply.send(Readable.fromWeb(response.body as NodeReadableStream));
   }
-  // Collecting the chunks costs a fraction of Response.text() on Node's fetch implementation.
+  // Cheaper than Response.text() on Node's fetch implementation.
   const chunks: Uint8Array[] = [];
   for await (const chunk of response.body as NodeReadableStream<Uint8Array>) chunks.push(chunk);
   return reply.send(Buffer.concat(chunks));
 }
 
 /**
- * The tool server at /mcp on the REST port: streamable HTTP, stateless (no session, any instance
- * answers any request). The key is checked in onRequest, so a request without a valid key gets a
- * 401 with WWW-Authenticate before its body is read. The SDK's web-standard transport is driven
- * directly so the reply stays in Fastify's pipeline (request id, logging, hooks).
+ * The stateless tool server at /mcp on the REST port. The key is checked in onRequest, so a bad one gets its 401 before the body is read;
+ * the SDK's transport is driven directly so the reply stays in Fastify's pipeline (request id, logging, hooks).
  */
 export const mcpRoutes =
   (ctx: AppContext, gate: KeyGate): FastifyPluginAsync =>

@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import { AppError, type ErrorCode, FieldValidationError, type FieldIssue, errorStatus } from '../errors.js';
-import { databaseUnavailable, isDatabaseUnavailable } from '../db/unavailable.js';
+import { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable, isDatabaseUnavailable } from '../db/unavailable.js';
 import { toFieldIssues } from '../edge/field-issues.js';
 import type { OutageLog } from '../observability/outage-log.js';
 
@@ -20,13 +20,17 @@ export function toolSuccess(value: object): CallToolResult {
 }
 
 /**
- * The one place where failures become tool results. The payload is sent only as text, without
- * `structuredContent`: SDK clients (1.x) validate any `structuredContent` against the tool's
- * `outputSchema` even on `isError` results, so a structured error would make them throw instead of
- * showing the agent what went wrong.
+ * The one place failures become tool results, as text only: SDK clients validate any `structuredContent` against the
+ * tool's `outputSchema` even on `isError`, so a structured error would make them throw instead of showing the agent what went wrong.
  */
-export function toolFailure(err: unknown, log: FastifyBaseLogger, tool: string, outage?: OutageLog): { result: CallToolResult; payload: ToolErrorPayload } {
-  const payload = failurePayload(err, log, tool, outage);
+export function toolFailure(
+  err: unknown,
+  log: FastifyBaseLogger,
+  tool: string,
+  outage?: OutageLog,
+  readOnly = false,
+): { result: CallToolResult; payload: ToolErrorPayload } {
+  const payload = failurePayload(err, log, tool, outage, readOnly);
   return { result: { isError: true, content: [{ type: 'text', text: JSON.stringify(payload) }] }, payload };
 }
 
@@ -41,20 +45,29 @@ const RECOVERY: Partial<Record<ErrorCode, string>> = {
   unavailable: 'A dependency is unavailable; the outcome of a write is unknown, so read before retrying.',
 };
 
-function failurePayload(err: unknown, log: FastifyBaseLogger, tool: string, outage?: OutageLog): ToolErrorPayload {
+/** A read tool changes nothing, so its failures never leave a write's outcome in doubt: it can simply be called again. */
+const READ_RECOVERY: Partial<Record<ErrorCode, string>> = {
+  unavailable: 'A dependency is unavailable; nothing was changed (this tool only reads), so retry later.',
+};
+
+function failurePayload(err: unknown, log: FastifyBaseLogger, tool: string, outage: OutageLog | undefined, readOnly: boolean): ToolErrorPayload {
   if (err instanceof FieldValidationError) return invalidArguments(err.issues.map(toArgumentIssue), tool);
   if (err instanceof z.ZodError) return invalidArguments(argumentIssues(err.issues), tool);
   if (err instanceof AppError) {
-    const hint = RECOVERY[err.code];
+    const hint = (readOnly ? READ_RECOVERY[err.code] : undefined) ?? RECOVERY[err.code];
     return { status: err.status, ...err.toDetail(), error: err.code, message: hint ? `${err.message} ${hint}` : err.message };
   }
   if (isDatabaseUnavailable(err)) {
     // Logged once per outage (see OutageLog), not per call.
     outage?.failed(err);
     const unavailable = databaseUnavailable();
-    return { status: unavailable.status, error: unavailable.code, message: unavailable.message };
+    const message = readOnly
+      ? `The database is unavailable right now; retry after ${DATABASE_RETRY_AFTER_SECONDS} s. Nothing was changed (this tool only reads).`
+      : unavailable.message;
+    return { status: unavailable.status, error: unavailable.code, message };
   }
   log.error({ err, tool }, 'tool call failed');
+  if (readOnly) return { status: errorStatus.internal, error: 'internal', message: 'Internal error; nothing was changed (this tool only reads), retry later.' };
   return {
     status: errorStatus.internal,
     error: 'internal',
@@ -64,6 +77,15 @@ function failurePayload(err: unknown, log: FastifyBaseLogger, tool: string, outa
 
 function invalidArguments(issues: FieldIssue[], tool: string): ToolErrorPayload {
   const summary = issues.map((i) => `${i.loc.length ? i.loc.join('.') : '(arguments)'}: ${i.msg}`).join('; ');
+  // A cursor the agent altered or carried over from another list has its own code: the fix is to page again, not to edit it.
+  if (issues.length > 0 && issues.every((i) => i.type === 'cursor_invalid')) {
+    return {
+      status: errorStatus.cursor_invalid,
+      error: 'cursor_invalid',
+      message: `Invalid arguments for ${tool}: ${summary}. Pass the nextCursor of the previous ${tool} result unchanged, or omit cursor to start from the first page.`,
+      issues,
+    };
+  }
   return {
     status: errorStatus.validation_error,
     error: 'validation_error',

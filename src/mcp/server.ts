@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { Caller } from '../domain/access/principal.js';
-import { API_VERSION } from '../domain/events/append.js';
+import { API_VERSION } from '../events/append.js';
 import { AppError, FieldValidationError } from '../errors.js';
 import { normalizeOrgId } from '../domain/shared/ids.js';
 import { hostileInputError } from '../edge/field-issues.js';
@@ -35,16 +35,12 @@ function authOf(extra: Extra): McpAuthExtra {
 }
 
 /**
- * The SDK's inputSchema is only a pass-through: arguments are parsed by the tool adapter against the
- * real schema, so a violation becomes the 422 tool error with one issue per argument (the SDK's own
- * check would flatten it into a plain sentence without status or location).
+ * A pass-through: the tool adapter parses arguments against the real schema, so a violation becomes the 422 tool error with one
+ * issue per argument instead of the SDK's plain sentence without status or location.
  */
 const PASS_THROUGH_ARGUMENTS = z.looseObject({});
 
-/**
- * JSON Schema of a tool's arguments or result for tools/list. MCP wants an object schema at the
- * root, while zod renders a schema with a registered id as a bare `$ref` into `definitions`: inline it.
- */
+/** For tools/list. MCP wants an object schema at the root, but zod renders a schema with a registered id as a bare `$ref`: inline it. */
 function objectJsonSchema(schema: z.ZodType, io: 'input' | 'output'): Tool['inputSchema'] {
   const json = z.toJSONSchema(schema, { io, target: 'draft-7', unrepresentable: 'any' }) as Record<string, unknown>;
   const ref = typeof json.$ref === 'string' ? /^#\/definitions\/(.+)$/.exec(json.$ref)?.[1] : undefined;
@@ -93,9 +89,8 @@ function parseArguments(tool: ToolDefinition, args: unknown): unknown {
 }
 
 /**
- * One McpServer with the seven tools. Every tool is registered (a hidden write tool called by a
- * read-only key reaches its service, whose authorization answers 403 permission_denied as REST
- * does); tools/list shows each key only what it may call.
+ * Every tool is registered, so a hidden write tool called by a read-only key still gets REST's 403 from its service;
+ * tools/list shows each key only what it may call.
  */
 export function createToolServer(ctx: AppContext, log: FastifyBaseLogger): McpServer {
   const mcp = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
@@ -116,7 +111,7 @@ export function createToolServer(ctx: AppContext, log: FastifyBaseLogger): McpSe
           log.info({ reqId: caller.requestId, tool: tool.name }, 'tool call succeeded');
           return result;
         } catch (err) {
-          const { result, payload } = toolFailure(err, log, tool.name, ctx.dbOutage);
+          const { result, payload } = toolFailure(err, log, tool.name, ctx.dbOutage, tool.annotations.readOnlyHint === true);
           log.info({ reqId: caller.requestId, tool: tool.name, status: payload.status, error: payload.error }, 'tool call failed');
           return result;
         }
@@ -130,9 +125,8 @@ export function createToolServer(ctx: AppContext, log: FastifyBaseLogger): McpSe
 }
 
 /**
- * A stateless transport serves one HTTP request, and an SDK server holds one transport at a time.
- * Building a server (seven registrations) per request is avoidable: idle servers are kept and
- * reconnected. Servers keep no per-client state that matters here: they never call the client.
+ * A stateless transport serves one request and a server holds one transport at a time, so idle servers are reconnected
+ * rather than rebuilt per request; they keep no per-client state that matters, never calling the client.
  */
 export class ToolServerPool {
   private readonly idle: McpServer[] = [];
@@ -148,19 +142,7 @@ export class ToolServerPool {
 
   /** Closes the server's transport (ending any open stream) and keeps the server for the next request. */
   async release(server: McpServer): Promise<void> {
-    // Closing makes the SDK build an McpError ("Connection closed") for responses still awaited,
-    // whether or not any are (a stateless server never has one); capturing that error's stack trace
-    // measured at about a twentieth of a whole tool call. The error is built synchronously inside
-    // close(), so stack capture is off only for that call.
-    const stackTraceLimit = Error.stackTraceLimit;
-    Error.stackTraceLimit = 0;
-    let closed: Promise<void>;
-    try {
-      closed = server.close();
-    } finally {
-      Error.stackTraceLimit = stackTraceLimit;
-    }
-    await closed;
+    await server.close();
     if (this.idle.length < this.maxIdle) this.idle.push(server);
   }
 }

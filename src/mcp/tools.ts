@@ -16,7 +16,7 @@ import {
   resolveInput,
 } from '../domain/emergencies/schema.js';
 import { declareEmergency, getEmergency, listEmergencies, recategorizeEmergency, resolveEmergency } from '../domain/emergencies/service.js';
-import { emergencyReceiptsSchema } from '../domain/devices/receipt-schema.js';
+import { emergencyReceiptsSchema, receiptsQuery } from '../domain/devices/receipt-schema.js';
 import { emergencyReceipts } from '../domain/devices/receipts.js';
 import { listEvents } from '../domain/events/feed.js';
 import { eventPage, listEventsQuery } from '../domain/events/schema.js';
@@ -24,9 +24,8 @@ import { orgIdParam } from '../domain/shared/schema.js';
 import { AppError } from '../errors.js';
 
 /**
- * One tool of the tool server: a thin adapter over the service its REST twin calls. Argument
- * schemas extend the REST request schemas (same bounds, same cross-field rules) with the ids REST
- * takes from the path; unknown arguments are rejected so a misspelt one is not silently ignored.
+ * One tool: a thin adapter over the service its REST twin calls, taking the REST request schema plus the ids REST takes from
+ * the path. Unknown arguments are rejected so that a misspelt one is not silently ignored.
  */
 export interface ToolDefinition<I extends z.ZodType = z.ZodType> {
   name: string;
@@ -143,12 +142,25 @@ export const TOOLS: readonly ToolDefinition[] = [
     description:
       'Use get_emergency_receipts to see which base stations have not acknowledged an emergency alert, and how its webhook deliveries ' +
       'stand. For each event of the emergency: devices targeted, acknowledged, and the pending ones (name, online, acknowledged offset); ' +
-      'webhook subscriptions targeted, succeeded, failed and pending. Permission: read.',
+      'webhook subscriptions targeted, succeeded, failed and pending. Events come in pages (pass nextCursor as cursor while it is ' +
+      "non-null); each event lists at most 10 devices, and its devices.nextCursor, passed as deviceCursor, gives that event's next ones. " +
+      'Permission: read.',
     permission: 'read',
-    input: z.strictObject({ orgId, emergencyId }),
+    input: receiptsQuery
+      .safeExtend({
+        orgId,
+        emergencyId,
+        detail: receiptsQuery.shape.detail.describe('"devices" also lists, per event, the devices that acknowledged it and when.'),
+        limit: receiptsQuery.shape.limit.describe('Events per page, 1..100 (default 20); with deviceCursor, devices per page.'),
+        cursor: receiptsQuery.shape.cursor.describe('The nextCursor of the previous result, unchanged: the next events.'),
+        deviceCursor: receiptsQuery.shape.deviceCursor.describe(
+          "An event's devices.nextCursor, unchanged: that event only, with its next devices (cursor is then ignored).",
+        ),
+      })
+      .strict(),
     output: emergencyReceiptsSchema,
     annotations: { ...READ, title: 'Who has the alert' },
-    run: (ctx, caller, args) => emergencyReceipts(ctx, caller, args.orgId, args.emergencyId),
+    run: (ctx, caller, { orgId: org, emergencyId: id, ...query }) => emergencyReceipts(ctx, caller, org, id, query),
   }),
   defineTool({
     name: 'create_emergency',

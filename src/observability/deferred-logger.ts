@@ -7,11 +7,8 @@ type Level = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace';
 type LogFn = FastifyBaseLogger['info'];
 
 /**
- * A request's logger, created for every request with its request id (and, once authenticated, its
- * key id and org id). A pino child serializes its bindings and rebuilds its level methods when it is
- * created, which costs more than serving a cached read; this one only collects the bindings and
- * creates the pino child the first time a line at an enabled level is written. A request that logs
- * nothing (every request, at LOG_LEVEL=warn, that succeeds) never pays for it.
+ * A request's logger that collects bindings and creates the pino child only when a line at an enabled level is written:
+ * creating a child per request costs more than serving a cached read, and most requests log nothing.
  */
 export class DeferredChildLogger implements FastifyBaseLogger {
   private real: FastifyBaseLogger | null = null;

@@ -13,10 +13,8 @@ interface Series {
 type Value = { labels: Record<string, string | number>; value: number; metricName?: string };
 
 /**
- * http_requests_total and http_request_duration_seconds, recorded for every request. prom-client's
- * own Counter and Histogram hash the label object on every call, a noticeable cost on a small request
- * (docs/benchmarks.md); here each (method, route, status) is one string key counted in place, rendered
- * like any prom-client metric when /metrics is scraped.
+ * http_requests_total and http_request_duration_seconds, counted in place under one string key per (method, route, status):
+ * prom-client's own Counter and Histogram hash the label object on every call.
  */
 export class HttpRequestMetrics {
   private readonly series = new Map<string, Series>();

@@ -1,10 +1,7 @@
 import type { LoggerOptions } from 'pino';
 import type { Config } from '../config.js';
 
-/**
- * JSON lines for machines, readable lines for people: LOG_FORMAT `auto` (the default) pretty-prints
- * when the output is a terminal and writes JSON otherwise (files, pipes, containers, log shippers).
- */
+/** LOG_FORMAT `auto` pretty-prints on a terminal and writes JSON lines elsewhere (files, pipes, containers, log shippers). */
 export function prettyLogs(config: Pick<Config, 'LOG_FORMAT'>, stream: NodeJS.WriteStream = process.stdout): boolean {
   return config.LOG_FORMAT === 'pretty' || (config.LOG_FORMAT === 'auto' && stream.isTTY === true);
 }

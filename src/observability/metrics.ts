@@ -1,15 +1,27 @@
 import client from 'prom-client';
+import type { OrgAckLags, UnacknowledgedDevices } from '../domain/devices/receipt-gauges.js';
 import { HttpRequestMetrics } from './http-metrics.js';
 
 export interface ReceiptReaders {
-  ackLags(): Promise<{ orgId: string; lag: number }[]>;
-  unacknowledged(): Promise<{ orgId: string; emergencyId: string; devices: number }[]>;
+  ackLags(limit: number): Promise<OrgAckLags>;
+  unacknowledged(limit: number): Promise<UnacknowledgedDevices>;
 }
 
-/**
- * Every Prometheus metric of the process, on its own registry (so several app instances in one test
- * process do not collide). Components record into these; GET /metrics renders them.
- */
+/** Labelled series of device_ack_lag_events at most (the orgs furthest behind); the rest is one `other` series. */
+export const ORG_SERIES_LIMIT = 50;
+/** Labelled series of emergency_unacknowledged_devices at most; the rest is one `other` series. */
+export const EMERGENCY_SERIES_LIMIT = 100;
+/** How long one database read of the receipt gauges serves every scrape. */
+export const RECEIPT_GAUGES_TTL_MS = 5_000;
+/** The label value of the series that summarises what the limits leave out. */
+const OTHER = 'other';
+
+interface ReceiptSnapshot {
+  lags: OrgAckLags;
+  unacknowledged: UnacknowledgedDevices;
+}
+
+/** Every Prometheus metric of the process, on its own registry so that several app instances in one test process do not collide. */
 export class Metrics {
   readonly registry = new client.Registry();
 
@@ -30,6 +42,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookDnsLookupsInFlight = new client.Gauge({
+    name: 'webhook_dns_lookups_in_flight',
+    help: 'DNS lookups of webhook target names running now (at most WEBHOOK_DNS_MAX_IN_FLIGHT).',
+    registers: [this.registry],
+  });
+
   readonly devicesConnected = new client.Gauge({
     name: 'devices_connected',
     help: 'Base-station devices connected to this instance.',
@@ -43,46 +61,76 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  /** Read from the database at each scrape (see readReceiptsWith). */
+  /** Read from the database for the scrapes (see readReceiptsWith). */
   private receiptReaders: ReceiptReaders | null = null;
+  /** The latest read, shared by every scrape for RECEIPT_GAUGES_TTL_MS (a read still running included). */
+  private receiptSnapshot: { at: number; value: Promise<ReceiptSnapshot | null> } | null = null;
 
   readonly deviceAckLag: client.Gauge<'org_id'> = new client.Gauge({
     name: 'device_ack_lag_events',
-    help: 'Per organization, the events its furthest-behind active base station has not acknowledged (newest offset minus acknowledged offset).',
+    help:
+      `Per organization, the events its furthest-behind active base station has not acknowledged (newest offset minus acknowledged offset); ` +
+      `the ${ORG_SERIES_LIMIT} organizations furthest behind, the largest lag of the others as org_id="${OTHER}".`,
     labelNames: ['org_id'] as const,
     registers: [this.registry],
-    collect: (): Promise<void> => this.refresh(this.deviceAckLag, async (readers) => (await readers.ackLags()).map((r) => [{ org_id: r.orgId }, r.lag])),
+    collect: (): Promise<void> =>
+      this.refresh(this.deviceAckLag, ({ lags }) => [
+        ...lags.top.map((r): [Partial<Record<'org_id', string>>, number] => [{ org_id: r.orgId }, r.lag]),
+        ...(lags.restLag === null ? [] : [[{ org_id: OTHER }, lags.restLag] as [Partial<Record<'org_id', string>>, number]]),
+      ]),
   });
 
   readonly unacknowledgedDevices: client.Gauge<'org_id' | 'emergency_id'> = new client.Gauge({
     name: 'emergency_unacknowledged_devices',
-    help: 'Per emergency not yet resolved, the active base stations that have not acknowledged its latest event.',
+    help:
+      `Per emergency not yet resolved, the active base stations that have not acknowledged its latest event; the ${EMERGENCY_SERIES_LIMIT} ` +
+      `emergencies with the most, the others summed as org_id="${OTHER}",emergency_id="${OTHER}".`,
     labelNames: ['org_id', 'emergency_id'] as const,
     registers: [this.registry],
     collect: (): Promise<void> =>
-      this.refresh(this.unacknowledgedDevices, async (readers) =>
-        (await readers.unacknowledged()).map((r) => [{ org_id: r.orgId, emergency_id: r.emergencyId }, r.devices]),
-      ),
+      this.refresh(this.unacknowledgedDevices, ({ unacknowledged }) => [
+        ...unacknowledged.top.map((r): [Partial<Record<'org_id' | 'emergency_id', string>>, number] => [
+          { org_id: r.orgId, emergency_id: r.emergencyId },
+          r.devices,
+        ]),
+        ...(unacknowledged.restDevices === null
+          ? []
+          : [[{ org_id: OTHER, emergency_id: OTHER }, unacknowledged.restDevices] as [Partial<Record<'org_id' | 'emergency_id', string>>, number]]),
+      ]),
   });
 
   /** Where the receipt gauges read their values (the database), set once the context exists. */
   readReceiptsWith(readers: ReceiptReaders): void {
     this.receiptReaders = readers;
+    this.receiptSnapshot = null;
   }
 
-  /** Replaces a gauge's series with fresh values; when the read fails the last values stay (a scrape never fails on it). */
+  /** One database read serves every scrape (and both gauges) for a while, so /metrics' database work does not grow with the scrapers. */
+  private receipts(): Promise<ReceiptSnapshot | null> {
+    const readers = this.receiptReaders;
+    if (!readers) return Promise.resolve(null);
+    const now = Date.now();
+    if (this.receiptSnapshot && now - this.receiptSnapshot.at < RECEIPT_GAUGES_TTL_MS) return this.receiptSnapshot.value;
+    const value = (async () => ({
+      lags: await readers.ackLags(ORG_SERIES_LIMIT),
+      unacknowledged: await readers.unacknowledged(EMERGENCY_SERIES_LIMIT),
+    }))().catch(
+      // The database is unavailable: its outage is reported by the requests that need it.
+      () => null,
+    );
+    this.receiptSnapshot = { at: now, value };
+    return value;
+  }
+
+  /** Replaces a gauge's series with fresh values; when the read failed the last values stay (a scrape never fails on it). */
   private async refresh<L extends string>(
     gauge: client.Gauge<L>,
-    read: (readers: ReceiptReaders) => Promise<[Partial<Record<L, string>>, number][]>,
+    values: (snapshot: ReceiptSnapshot) => [Partial<Record<L, string>>, number][],
   ): Promise<void> {
-    if (!this.receiptReaders) return;
-    try {
-      const values = await read(this.receiptReaders);
-      gauge.reset();
-      for (const [labels, value] of values) gauge.set(labels, value);
-    } catch {
-      // The database is unavailable: its outage is reported by the requests that need it.
-    }
+    const snapshot = await this.receipts();
+    if (!snapshot) return;
+    gauge.reset();
+    for (const [labels, value] of values(snapshot)) gauge.set(labels, value);
   }
 
   constructor() {

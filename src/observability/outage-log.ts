@@ -8,9 +8,8 @@ export interface OutageLogger {
 const QUIET_MS = 5000;
 
 /**
- * One log line per failure burst, not one per request: the first failure of a burst is logged (its
- * message and code, never a stack, SQL or parameters), the next ones are only counted, and when no
- * failure has come for a while one more line says the burst is over and how many there were.
+ * One log line per failure burst, not per request: the first failure (message and code, never a stack, SQL or parameters),
+ * then, once failures stop, how many there were.
  */
 export class OutageLog {
   private logger: OutageLogger | null = null;
@@ -27,7 +26,6 @@ export class OutageLog {
     this.logger = logger;
   }
 
-  /** Whether a burst is on now. */
   get active(): boolean {
     return this.timer !== null;
   }

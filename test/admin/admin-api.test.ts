@@ -134,8 +134,8 @@ describe('admin API', () => {
     const publicAsAdmin = client(server.base, opsDesk.key);
     const declared = await publicAsAdmin.post(`/orgs/${a.orgId}/emergencies`, { description: 'drill' });
     assert.equal(declared.status, 201);
-    // The contract's actor types are api_key and user: the admin key declares as a key, under its own id and name.
-    assert.deepEqual(declared.body.declaredBy, { type: 'api_key', id: opsDesk.adminKeyId, name: 'ops desk' });
+    // The admin key declares as itself (extensions §5), under its own id and name.
+    assert.deepEqual(declared.body.declaredBy, { type: 'admin_key', id: opsDesk.adminKeyId, name: 'ops desk' });
     assert.equal((await publicAsAdmin.get(`/orgs/${b.orgId}/emergencies`)).body.detail.error, 'org_not_covered');
     const audit = await publicAsAdmin.get(`/orgs/${a.orgId}/audit-logs?eventCategory=emergency`);
     assert.equal(audit.body.items[0].actor.type, 'admin_key');

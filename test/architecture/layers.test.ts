@@ -25,7 +25,9 @@ function importsOf(file: string): string[] {
 }
 
 const layerOf = (path: string) => path.split('/')[0]!;
-const SURFACES = ['http', 'mcp', 'devices', 'cli'];
+const SURFACES = ['http', 'mcp', 'devices', 'delivery', 'cli'];
+/** The commands that start a process's surfaces: they compose, so they may import one. */
+const COMPOSERS = ['cli/serve.ts', 'cli/worker.ts'];
 
 describe('architecture', () => {
   const files = filesUnder(SRC).map((file) => ({ file, path: relative(SRC, file), text: readFileSync(file, 'utf8') }));
@@ -51,11 +53,11 @@ describe('architecture', () => {
     assert.deepEqual(offences, []);
   });
 
-  it('surfaces depend on the domain and on src/edge, never on each other', () => {
+  it('surfaces (REST, tool server, device gateway, webhook dispatcher, CLI) never import one another', () => {
     const offences: string[] = [];
     for (const { file, path } of files) {
       const from = layerOf(path);
-      if (!SURFACES.includes(from) || from === 'cli') continue;
+      if (!SURFACES.includes(from) || COMPOSERS.includes(path)) continue;
       for (const target of importsOf(file)) {
         const to = layerOf(target);
         if (SURFACES.includes(to) && to !== from) offences.push(`${path} -> ${target}`);
@@ -64,16 +66,49 @@ describe('architecture', () => {
     assert.deepEqual(offences, []);
   });
 
-  it('the domain imports no surface, no worker and no storage adapter; storage imports no domain', () => {
+  it('the domain imports no surface, no worker but the webhook queue, and no storage adapter; storage imports no domain', () => {
     const offences: string[] = [];
     for (const { file, path } of files) {
       const from = layerOf(path);
       for (const target of importsOf(file)) {
         const to = layerOf(target);
-        if (from === 'domain' && [...SURFACES, 'edge', 'delivery', 'app.ts', 'server.ts'].includes(to)) offences.push(`${path} -> ${target}`);
+        if (from === 'domain' && target !== 'delivery/queue.ts' && [...SURFACES, 'edge', 'app.ts', 'server.ts'].includes(to))
+          offences.push(`${path} -> ${target}`);
+        if (from === 'domain' && to === 'delivery' && target !== 'delivery/queue.ts') offences.push(`${path} -> ${target}`);
         if (from === 'domain' && /^db\/(sqlite|postgres)\//.test(target)) offences.push(`${path} -> ${target}`);
-        if (from === 'db' && ['domain', 'edge', 'delivery', ...SURFACES].includes(to)) offences.push(`${path} -> ${target}`);
+        if (from === 'db' && ['domain', 'edge', 'delivery', 'events', ...SURFACES].includes(to)) offences.push(`${path} -> ${target}`);
+        // The event log sits on the storage: it may use db/, the trace channels and the domain's pure helpers only.
+        if (from === 'events' && !(['db', 'events', 'observability'].includes(to) || target.startsWith('domain/shared/'))) {
+          offences.push(`${path} -> ${target}`);
+        }
         if (from === 'edge' && [...SURFACES, 'delivery'].includes(to)) offences.push(`${path} -> ${target}`);
+      }
+    }
+    assert.deepEqual(offences, []);
+  });
+
+  it('the webhook queue is read and written in delivery/queue.ts alone, which imports only db/', () => {
+    const QUEUE = 'delivery/queue.ts';
+    const queueTable = /['"](webhook_deliveries|webhook_attempts|webhook_cursors|delivery_workers)['"]/;
+    const offences: string[] = [];
+    for (const { file, path, text } of files) {
+      if (path === QUEUE) {
+        for (const target of importsOf(file)) if (layerOf(target) !== 'db') offences.push(`${path} -> ${target}`);
+        continue;
+      }
+      if (path.startsWith('db/')) continue;
+      if (queueTable.test(text)) offences.push(`${path} names a queue table`);
+      if (path.startsWith('delivery/') && /\.(selectFrom|insertInto|updateTable|deleteFrom)\(/.test(text)) offences.push(`${path} holds a statement`);
+    }
+    assert.deepEqual(offences, []);
+  });
+
+  it("no file reads a library object's underscore-prefixed (private) member", () => {
+    const offences: string[] = [];
+    for (const { path, text } of files) {
+      const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+      for (const match of code.matchAll(/[\w)\]]\??\.(_[A-Za-z]\w*)|\[['"](_[A-Za-z]\w*)['"]\]|\b(_[A-Za-z]\w*)\??:\s*\{/g)) {
+        offences.push(`${path}: ${match[1] ?? match[2] ?? match[3]}`);
       }
     }
     assert.deepEqual(offences, []);

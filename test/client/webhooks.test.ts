@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createSubscription } from '../../src/domain/webhooks/service.js';
-import { sendTestPing } from '../../src/delivery/ping.js';
+import { sendTestPing } from '../../src/domain/webhooks/test-ping.js';
 import { createClient, type EmergencyEvent, verifyWebhook, WebhookVerificationError } from '../../clients/typescript/src/index.js';
 import { type Receiver, startDeliveryServer, startReceiver, waitFor } from '../delivery/helpers.js';
 import { createOrgTree, mintKey, type TestServer } from '../helpers/server.js';

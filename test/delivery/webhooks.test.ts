@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createEnterprise, createOrg, createPartner } from '../../src/domain/orgs/service.js';
 import { createSubscription, getSubscription, listDeliveryAttempts, replayDeliveries, rotateSubscriptionSecret } from '../../src/domain/webhooks/service.js';
-import { sendTestPing } from '../../src/delivery/ping.js';
+import { sendTestPing } from '../../src/domain/webhooks/test-ping.js';
 import type { SubscriptionSpec } from '../../src/domain/webhooks/schema.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey, type TestServer } from '../helpers/server.js';

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice } from '../../src/domain/devices/service.js';
 import { connectMcp } from '../helpers/mcp.js';
-import { createOrgTree, mintKey } from '../helpers/server.js';
+import { createOrgTree, mintKey, scrapeMetrics } from '../helpers/server.js';
 import { connectDevice, type DeviceTestServer, startDeviceServer } from './support.js';
 
 describe('device delivery of tool-server writes', () => {
@@ -35,7 +35,7 @@ describe('device delivery of tool-server writes', () => {
           ['emergency.resolved', 3],
         ],
       );
-      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      const metrics = await scrapeMetrics(server.url);
       assert.match(metrics, /^devices_connected 1$/m);
       assert.match(metrics, /^device_event_latency_seconds_count 3$/m);
     } finally {

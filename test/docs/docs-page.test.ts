@@ -20,6 +20,11 @@ describe('interactive reference /docs', () => {
 
   it('renders the public API with its declare operation and the admin API, from this server only', async () => {
     const page = await browser.newPage();
+    // What the page's Content-Security-Policy refused, if anything: the reference must need nothing it forbids.
+    const refused: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
+    });
     const elsewhere: string[] = [];
     await page.route('**/*', (route) => {
       if (route.request().url().startsWith(server.url)) return route.continue();
@@ -43,6 +48,27 @@ describe('interactive reference /docs', () => {
     await page.getByText('Emergency Notification Admin API').first().waitFor({ timeout: 20_000 });
     const alias = await page.goto(`${server.url}/redoc`);
     assert.equal(new URL(alias!.url()).pathname, '/docs');
+    assert.deepEqual(refused, []);
+    await page.close();
+  });
+
+  it('has a Content-Security-Policy and refuses to be framed', async () => {
+    const res = await fetch(`${server.url}/docs`);
+    const csp = res.headers.get('content-security-policy') ?? '';
+    assert.match(csp, /frame-ancestors 'none'/);
+    assert.match(csp, /script-src 'self' 'sha256-[A-Za-z0-9+/]+=*'(;|$)/, "scripts from this origin and the page's own inline script only");
+    assert.match(csp, /object-src 'none'/);
+    assert.equal(res.headers.get('x-frame-options'), 'DENY');
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+
+    // Another page framing /docs gets nothing rendered in the frame.
+    const page = await browser.newPage();
+    const blocked = page.waitForEvent('console', { predicate: (m) => /frame-ancestors/.test(m.text()), timeout: 10_000 });
+    await page.setContent(`<iframe src="${server.url}/docs" width="800" height="600"></iframe>`, { waitUntil: 'load' });
+    await blocked;
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    assert.ok(frame);
+    assert.equal(await frame.locator('#app').count(), 0);
     await page.close();
   });
 });

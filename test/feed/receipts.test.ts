@@ -7,7 +7,7 @@ import { startReceiver, type Receiver, waitFor } from '../delivery/helpers.js';
 import { connectDevice, type TestDevice } from '../devices/support.js';
 import { client } from '../helpers/http.js';
 import { connectMcp } from '../helpers/mcp.js';
-import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+import { createOrgTree, mintKey, type OrgFixture, scrapeMetrics, startTestServer, type TestServer } from '../helpers/server.js';
 
 /**
  * Receipts of one emergency: an acking device, a silent one, one created after the event, a revoked
@@ -79,6 +79,7 @@ describe('delivery receipts', () => {
       targeted: 2,
       acknowledged: 1,
       pending: [{ deviceId: devices.Silent!.id, name: 'Silent', online: true, ackedOffset: 0 }],
+      nextCursor: null,
     });
     assert.deepEqual(event.webhooks, { targeted: 2, succeeded: 1, failed: 1, pending: 0 });
 
@@ -161,7 +162,7 @@ describe('delivery receipts', () => {
   it('exposes the ack lag and the unacknowledged devices of open emergencies as metrics', async () => {
     const declared = await api.post(`/orgs/${org.orgId}/emergencies`, { description: 'still open' });
     const text = await waitFor('the gauges', async () => {
-      const body = await (await fetch(`${server.url}/metrics`)).text();
+      const body = await scrapeMetrics(server.url);
       return body.includes(`emergency_id="${declared.body.emergencyId}"`) ? body : null;
     });
     const lag = new RegExp(`device_ack_lag_events\\{org_id="${org.orgId}"\\} (\\d+)`).exec(text);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { pruneExpiredEvents } from '../../src/domain/events/retention.js';
+import { pruneExpiredEvents } from '../../src/events/retention.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -80,7 +80,8 @@ describe('GET /orgs/{org_id}/stream (Server-Sent Events)', () => {
   };
 
   before(async () => {
-    server = await startTestServer({}, { dispatcher: false });
+    // One key watches with up to 22 streams at once below (the limits have a suite of their own: stream-limits).
+    server = await startTestServer({ STREAMS_PER_KEY: '50' }, { dispatcher: false });
     org = await createOrgTree(server.ctx);
     key = (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId, permissions: ['read', 'write'] })).key;
     api = client(server.base, key);

@@ -25,7 +25,16 @@ export const TEST_ENV: Record<string, string> = {
   WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true',
   // Suites fire requests faster than a client would; the rate-limit suite sets its own limit.
   RATE_LIMIT_PER_KEY: '100000',
+  // /metrics is served to this token only (see scrapeMetrics); METRICS_TOKEN: '' unsets it.
+  METRICS_TOKEN: 'test-metrics-token-0123456789',
 };
+
+/** The Prometheus text of a test server's GET /metrics (on the API port, with the test token). */
+export async function scrapeMetrics(url: string): Promise<string> {
+  const res = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TEST_ENV.METRICS_TOKEN}` } });
+  if (res.status !== 200) throw new Error(`GET /metrics answered ${res.status}`);
+  return res.text();
+}
 
 /** A real server on a random loopback port, on its own fresh database. */
 export async function startTestServer(env: Record<string, string> = {}, options: ServerOptions = {}): Promise<TestServer> {

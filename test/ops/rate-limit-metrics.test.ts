@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { client } from '../helpers/http.js';
-import { createOrgTree, mintKey, orgApi, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
+import { createOrgTree, mintKey, orgApi, type OrgFixture, startTestServer, TEST_ENV, type TestServer } from '../helpers/server.js';
 
 describe('rate limiting and metrics', () => {
   let server: TestServer;
@@ -44,7 +44,7 @@ describe('rate limiting and metrics', () => {
   it('exposes Prometheus metrics with per-route request counts and latencies', async () => {
     const api = await orgApi(server, org.orgId);
     await api.post(`/orgs/${org.orgId}/emergencies`, {});
-    const res = await fetch(`${server.url}/metrics`);
+    const res = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${TEST_ENV.METRICS_TOKEN}` } });
     assert.equal(res.status, 200);
     assert.match(res.headers.get('content-type')!, /text\/plain/);
     const text = await res.text();

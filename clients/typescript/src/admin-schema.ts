@@ -426,8 +426,8 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * A new signing secret at once; the previous one also signs for 24 h.
-     * @description A new signing secret at once; the previous one also signs for 24 h.
+     * A new signing secret at once; the previous one also signs for 24 h. A replay (same Idempotency-Key) rotates nothing and answers without `secret`.
+     * @description A new signing secret at once; the previous one also signs for 24 h. A replay (same Idempotency-Key) rotates nothing and answers without `secret`.
      */
     post: operations['rotateWebhookSecret'];
     delete?: never;
@@ -446,8 +446,8 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * Send one signed webhook.ping now and report how it went (not retried).
-     * @description Send one signed webhook.ping now and report how it went (not retried).
+     * Send one signed webhook.ping now and report how it went (not retried). A replay (same Idempotency-Key) sends nothing and answers the first outcome.
+     * @description Send one signed webhook.ping now and report how it went (not retried). A replay (same Idempotency-Key) sends nothing and answers the first outcome.
      */
     post: operations['testWebhook'];
     delete?: never;
@@ -600,8 +600,10 @@ export interface components {
           | 'host_not_allowed'
           | 'credentials_not_allowed'
           | 'idempotency_key_reused'
+          | 'cursor_invalid'
           | 'validation_error'
           | 'rate_limited'
+          | 'too_many_streams'
           | 'headers_too_large'
           | 'internal'
           | 'unavailable';
@@ -616,7 +618,7 @@ export interface components {
         /** @description Where the problem is, starting with body, query or path. */
         loc: (string | number)[];
         msg: string;
-        /** @description e.g. missing, extra_forbidden, string_type, too_long, category_not_found */
+        /** @description e.g. missing, extra_forbidden, string_type, too_long, category_not_found, cursor_invalid */
         type: string;
       }[];
     };
@@ -723,22 +725,6 @@ export interface components {
       /** @description The admin key itself: in the creating answer only. */
       key?: string;
     };
-    DeviceStatus: {
-      /** Format: uuid */
-      deviceId: string;
-      name: string;
-      /** @enum {string} */
-      status: 'active' | 'revoked';
-      /** @description Connected to a gateway that heard from it within the last 90 s. */
-      online: boolean;
-      connectedAt: string | null;
-      lastSeenAt: string | null;
-      /** @description The device has every event up to this offset (0: none acknowledged yet). */
-      ackedOffset: number;
-      ackedAt: string | null;
-      /** @description The organization's newest offset minus ackedOffset: 0 means fully caught up. */
-      lag: number;
-    };
     Category: {
       /** Format: uuid */
       categoryId: string;
@@ -754,6 +740,22 @@ export interface components {
        * @example 2026-11-21T17:44:29.123Z
        */
       createdAt: string;
+    };
+    DeviceStatus: {
+      /** Format: uuid */
+      deviceId: string;
+      name: string;
+      /** @enum {string} */
+      status: 'active' | 'revoked';
+      /** @description Connected to a gateway that heard from it within the last 90 s. */
+      online: boolean;
+      connectedAt: string | null;
+      lastSeenAt: string | null;
+      /** @description The device has every event up to this offset (0: none acknowledged yet). */
+      ackedOffset: number;
+      ackedAt: string | null;
+      /** @description The organization's newest offset minus ackedOffset: 0 means fully caught up. */
+      lag: number;
     };
     Partner: {
       /** Format: uuid */
@@ -904,7 +906,7 @@ export interface operations {
   listPartners: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -938,6 +940,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['Partner'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;
@@ -1317,7 +1320,7 @@ export interface operations {
   listEnterprises: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -1354,6 +1357,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['Enterprise'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;
@@ -1778,7 +1782,7 @@ export interface operations {
   listOrganizations: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -1815,6 +1819,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['OrganizationRecord'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;
@@ -3625,7 +3630,7 @@ export interface operations {
   listApiKeys: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -3674,6 +3679,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['ApiKey'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;
@@ -4801,7 +4807,7 @@ export interface operations {
   listAdminKeys: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -4841,6 +4847,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['AdminKey'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;
@@ -5455,7 +5462,7 @@ export interface operations {
   listWebhooks: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -5503,6 +5510,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['Webhook'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;
@@ -6999,7 +7007,10 @@ export interface operations {
   rotateWebhookSecret: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
       path: {
         id: string;
       };
@@ -7028,7 +7039,8 @@ export interface operations {
           'application/json': {
             /** Format: uuid */
             webhookId: string;
-            secret: string;
+            /** @description The new signing secret (whsec_...): in the rotating answer only, never in a replay. */
+            secret?: string;
             /**
              * Format: date-time
              * @example 2026-11-21T17:44:29.123Z
@@ -7195,7 +7207,10 @@ export interface operations {
   testWebhook: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
       path: {
         id: string;
       };
@@ -7658,7 +7673,7 @@ export interface operations {
   listWebhookDeliveries: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -7704,6 +7719,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: {
               /** Format: uuid */
               deliveryId: string;
@@ -7713,6 +7729,7 @@ export interface operations {
               orgId: string | null;
               /** @description pending, delivered or failed */
               status: string;
+              /** @description Its latest 50 attempts (replays add more), oldest first. */
               attempts: {
                 /**
                  * Format: date-time
@@ -7887,7 +7904,7 @@ export interface operations {
   listDevices: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -7929,6 +7946,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['DeviceStatus'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;

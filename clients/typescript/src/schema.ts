@@ -241,7 +241,7 @@ export interface paths {
     };
     /**
      * Which base stations and webhook subscribers have each event of an emergency (permission: read).
-     * @description `devices.targeted` counts the active devices that existed when the event was created; `pending` lists those that have not acknowledged it. `webhooks` counts the subscriptions the event matched by delivery state.
+     * @description `devices.targeted` counts the active devices that existed when the event was created, `devices.acknowledged` those that acknowledged it; `pending` lists those that have not. `webhooks` counts the subscriptions the event matched by delivery state. Events come in pages of `limit` (follow `nextCursor`); a page also stops early when it reaches 320 KiB, so no answer is larger than 1 MiB. Each event lists at most 10 devices, the pending ones first, then with `?detail=devices` the acknowledged ones, each by name; its `devices.nextCursor`, passed as `deviceCursor`, answers that event alone with its next `limit` devices. The counts always cover every targeted device.
      */
     get: operations['getEmergencyReceipts'];
     put?: never;
@@ -262,6 +262,8 @@ export interface paths {
     /**
      * The organization's events as they commit, as Server-Sent Events (permission: read).
      * @description For browsers and other watchers: authenticate with the Authorization header (e.g. fetch() reading the body as a stream; EventSource cannot send it), so no key sits in a URL. Each event is `id: <offset>`, `event: <eventType>`, `data: <the envelope>`; a `: keep-alive` comment comes every 15 s. Without `after` (or Last-Event-ID) the stream starts with the next event; reconnect with `after=<last id>` to get what was missed, in order, with no gap and no duplicate.
+     *
+     *     A stream lives under the rules of its key: it ends (the body ends) within 2 s of the key being revoked, expiring or no longer covering the organization. A key holds at most `STREAMS_PER_KEY` streams at once per instance (default 20; the next is a 429 `too_many_streams`), and an instance at most `MAX_STREAMS` (the next is a 503 `unavailable`); both carry Retry-After. A client that does not read is disconnected once more than 1 MiB is queued for it, or once queued data has not moved for 30 s; it resumes with `after=<last id>` and loses nothing.
      */
     get: operations['streamEvents'];
     put?: never;
@@ -483,8 +485,10 @@ export interface components {
           | 'host_not_allowed'
           | 'credentials_not_allowed'
           | 'idempotency_key_reused'
+          | 'cursor_invalid'
           | 'validation_error'
           | 'rate_limited'
+          | 'too_many_streams'
           | 'headers_too_large'
           | 'internal'
           | 'unavailable';
@@ -499,9 +503,31 @@ export interface components {
         /** @description Where the problem is, starting with body, query or path. */
         loc: (string | number)[];
         msg: string;
-        /** @description e.g. missing, extra_forbidden, string_type, too_long, category_not_found */
+        /** @description e.g. missing, extra_forbidden, string_type, too_long, category_not_found, cursor_invalid */
         type: string;
       }[];
+    };
+    Category: {
+      /** Format: uuid */
+      categoryId: string;
+      name: string;
+      /** @example #D32F2F */
+      color: string;
+      /** @enum {string} */
+      responseLevel: 'none' | 'hold' | 'secure' | 'lockdown' | 'evacuate' | 'shelter' | 'medical';
+      severity: number;
+      isSystem: boolean;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      createdAt: string;
+    };
+    CategoryPage: {
+      /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
+      items: components['schemas']['Category'][];
+      /** @description Pass as `cursor` to fetch the next page; null on the last page. */
+      nextCursor: string | null;
     };
     DeviceStatus: {
       /** Format: uuid */
@@ -522,6 +548,7 @@ export interface components {
     EmergencyReceipts: {
       /** Format: uuid */
       emergencyId: string;
+      /** @description Events in sequence order: at most `limit`, fewer once they reach 320 KiB. */
       events: {
         /** Format: uuid */
         eventId: string;
@@ -536,8 +563,9 @@ export interface components {
         devices: {
           /** @description Active devices that existed when the event was created. */
           targeted: number;
+          /** @description Targeted devices that have acknowledged it. */
           acknowledged: number;
-          /** @description Targeted devices that have not acknowledged it. */
+          /** @description Targeted devices that have not acknowledged it (targeted - acknowledged of them), by name: at most 10 per event (with deviceCursor, at most `limit`). */
           pending: {
             /** Format: uuid */
             deviceId: string;
@@ -545,7 +573,7 @@ export interface components {
             online: boolean;
             ackedOffset: number;
           }[];
-          /** @description With ?detail=devices only. */
+          /** @description With ?detail=devices only: devices that acknowledged it, by name, listed after the pending ones. */
           acknowledgedBy?: {
             /** Format: uuid */
             deviceId: string;
@@ -553,6 +581,8 @@ export interface components {
             /** @description Time of the first ack that covered the event. */
             acknowledgedAt: string | null;
           }[];
+          /** @description More of this event's devices: pass as `deviceCursor` to get the next ones (the answer then holds this event only). null when the lists above end it. */
+          nextCursor: string | null;
         };
         webhooks: {
           /** @description Subscriptions that matched the event. */
@@ -564,26 +594,7 @@ export interface components {
           pending: number;
         };
       }[];
-    };
-    Category: {
-      /** Format: uuid */
-      categoryId: string;
-      name: string;
-      /** @example #D32F2F */
-      color: string;
-      /** @enum {string} */
-      responseLevel: 'none' | 'hold' | 'secure' | 'lockdown' | 'evacuate' | 'shelter' | 'medical';
-      severity: number;
-      isSystem: boolean;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T17:44:29.123Z
-       */
-      createdAt: string;
-    };
-    CategoryPage: {
-      items: components['schemas']['Category'][];
-      /** @description Pass as `cursor` to fetch the next page; null on the last page. */
+      /** @description Pass as `cursor` for the next events; null on the last page (and with deviceCursor). */
       nextCursor: string | null;
     };
     User: {
@@ -619,6 +630,7 @@ export interface components {
       lastLoginAt: string | null;
     };
     UserPage: {
+      /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
       items: components['schemas']['User'][];
       /** @description Pass as `cursor` to fetch the next page; null on the last page. */
       nextCursor: string | null;
@@ -652,6 +664,7 @@ export interface components {
       } | null;
     };
     AuditLogPage: {
+      /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
       items: components['schemas']['AuditLogEntry'][];
       /** @description Pass as `cursor` to fetch the next page; null on the last page. */
       nextCursor: string | null;
@@ -745,19 +758,19 @@ export interface components {
       resolvedAt: string | null;
       resolvedBy: {
         /**
-         * @description `api_key` when the key itself acted; `user` when a person was named.
+         * @description `api_key` when the key itself acted, `admin_key` when an admin key did; `user` when a person was named.
          * @enum {string}
          */
-        type: 'api_key' | 'user';
+        type: 'api_key' | 'admin_key' | 'user';
         id: string;
         name: string;
       } | null;
       declaredBy: {
         /**
-         * @description `api_key` when the key itself acted; `user` when a person was named.
+         * @description `api_key` when the key itself acted, `admin_key` when an admin key did; `user` when a person was named.
          * @enum {string}
          */
-        type: 'api_key' | 'user';
+        type: 'api_key' | 'admin_key' | 'user';
         id: string;
         name: string;
       };
@@ -772,6 +785,7 @@ export interface components {
       } | null;
     };
     EmergencyPage: {
+      /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
       items: components['schemas']['Emergency'][];
       /** @description Pass as `cursor` to fetch the next page; null on the last page. */
       nextCursor: string | null;
@@ -965,7 +979,7 @@ export interface operations {
   listCategories: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -1152,7 +1166,7 @@ export interface operations {
         since?: string;
         /** @description occurredAt < until (ISO-8601). */
         until?: string;
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -2535,7 +2549,7 @@ export interface operations {
   listUsers: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -2733,7 +2747,7 @@ export interface operations {
         since?: string;
         /** @description occurredAt < until (ISO-8601). */
         until?: string;
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -2922,7 +2936,7 @@ export interface operations {
   listOrganizations: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -2959,6 +2973,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['Organization'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;
@@ -3102,9 +3117,9 @@ export interface operations {
   listEvents: {
     parameters: {
       query?: {
-        /** @description Return events after this offset (default 0: from the oldest retained). */
+        /** @description Return events after this offset, 0..2147483647 (default 0: from the oldest retained). */
         after?: number;
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..500 (default 100). */
         limit?: number;
@@ -3161,7 +3176,7 @@ export interface operations {
               offset: number;
               event: components['schemas']['EventEnvelope'];
             }[];
-            /** @description Non-null when more items exist now: pass it as `cursor` (then `after` is ignored). */
+            /** @description Non-null when more items exist now: pass it as `cursor` (then `after` is ignored). A page ends before `limit` once its items reach 320 KiB. */
             nextCursor: string | null;
             /** @description The organization's newest offset: where "now" is for a poller. */
             lastOffset: number;
@@ -3326,7 +3341,7 @@ export interface operations {
   listEmergencyEvents: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..500 (default 100). */
         limit?: number;
@@ -3381,7 +3396,7 @@ export interface operations {
               offset: number;
               event: components['schemas']['EventEnvelope'];
             }[];
-            /** @description Non-null when more items exist now: pass it as `cursor` (then `after` is ignored). */
+            /** @description Non-null when more items exist now: pass it as `cursor` (then `after` is ignored). A page ends before `limit` once its items reach 320 KiB. */
             nextCursor: string | null;
             /** @description The organization's newest offset: where "now" is for a poller. */
             lastOffset: number;
@@ -3546,7 +3561,7 @@ export interface operations {
   listDevices: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -3589,6 +3604,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['DeviceStatus'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;
@@ -3734,6 +3750,12 @@ export interface operations {
       query?: {
         /** @description `devices` adds, per event, the devices that acknowledged it and when. */
         detail?: 'devices';
+        /** @description Events per page, 1..100 (default 20); with deviceCursor, devices per page. */
+        limit?: number;
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
+        cursor?: string;
+        /** @description The `devices.nextCursor` of an event, passed unchanged: the answer holds that event only, with its next `limit` devices (`cursor` is then ignored). A deviceCursor this endpoint did not hand out is a 422 with `type` `cursor_invalid` at `["query","deviceCursor"]`. */
+        deviceCursor?: string;
       };
       header?: never;
       path: {
@@ -3783,7 +3805,8 @@ export interface operations {
            *                 "name": "string",
            *                 "acknowledgedAt": "2026-11-21T17:44:29.123Z"
            *               }
-           *             ]
+           *             ],
+           *             "nextCursor": "string"
            *           },
            *           "webhooks": {
            *             "targeted": 1,
@@ -3792,7 +3815,8 @@ export interface operations {
            *             "pending": 1
            *           }
            *         }
-           *       ]
+           *       ],
+           *       "nextCursor": "string"
            *     }
            */
           'application/json': components['schemas']['EmergencyReceipts'];
@@ -3956,7 +3980,7 @@ export interface operations {
   streamEvents: {
     parameters: {
       query?: {
-        /** @description Start after this offset (a resume); default: the Last-Event-ID header, else only events from now on. */
+        /** @description Start after this offset, 0..2147483647 (a resume); default: the Last-Event-ID header, else only events from now on. */
         after?: number;
       };
       header?: never;
@@ -4070,7 +4094,7 @@ export interface operations {
           'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
         };
       };
-      /** @description rate_limited: per-key rate limit exceeded; see Retry-After. */
+      /** @description too_many_streams: this key already holds STREAMS_PER_KEY streams on this instance; close one before opening another. Also rate_limited when the per-key rate limit is exceeded. Both carry Retry-After. */
       429: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4084,8 +4108,8 @@ export interface operations {
           /**
            * @example {
            *       "detail": {
-           *         "error": "rate_limited",
-           *         "message": "per-key rate limit exceeded; see Retry-After."
+           *         "error": "too_many_streams",
+           *         "message": "this key already holds STREAMS_PER_KEY streams on this instance; close one before opening another"
            *       }
            *     }
            */
@@ -4113,7 +4137,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key). */
+      /** @description unavailable: this instance holds as many streams as it can (MAX_STREAMS, or its open-file limit); retry after the seconds of Retry-After. Also when the database is unavailable or the server is shutting down. */
       503: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4128,7 +4152,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "unavailable",
-           *         "message": "unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key)."
+           *         "message": "this instance holds as many streams as it can (MAX_STREAMS, or its open-file limit); retry after the seconds of Retry-After"
            *       }
            *     }
            */
@@ -4140,7 +4164,7 @@ export interface operations {
   listMessages: {
     parameters: {
       query?: {
-        /** @description The `nextCursor` of the previous page. */
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
         cursor?: string;
         /** @description Page size, 1..200 (default 50). */
         limit?: number;
@@ -4194,6 +4218,7 @@ export interface operations {
            *     }
            */
           'application/json': {
+            /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
             items: components['schemas']['Message'][];
             /** @description Pass as `cursor` to fetch the next page; null on the last page. */
             nextCursor: string | null;

@@ -26,9 +26,12 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
       ) as Promise<FeedItem[]>,
     [base],
   );
+  // How much of the receipts the operator opened: pages of events, and per event its extra pages of devices.
+  const [paging, setPaging] = useState<ReceiptsPaging>({ base, eventPages: 1, devicePages: {} });
+  const shown = paging.base === base ? paging : { base, eventPages: 1, devicePages: {} };
   const receipts = useLoad<Receipts>(
-    (signal) => unwrap(pub().GET('/orgs/{org_id}/emergencies/{emergency_id}/receipts', { params: { path, query: { detail: 'devices' } }, signal })),
-    [base],
+    (signal) => loadReceipts(path, shown.eventPages, shown.devicePages, signal),
+    [base, shown.eventPages, JSON.stringify(shown.devicePages)],
   );
   const messages = useLoad<Message[]>(
     (signal) =>
@@ -153,7 +156,13 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
             </ol>
           )}
         </section>
-        <ReceiptsSection receipts={receipts.data} error={receipts.error} onRefresh={receipts.reload} />
+        <ReceiptsSection
+          receipts={receipts.data}
+          error={receipts.error}
+          onRefresh={receipts.reload}
+          onMoreEvents={() => setPaging({ ...shown, eventPages: shown.eventPages + 1 })}
+          onMoreDevices={(eventId) => setPaging({ ...shown, devicePages: { ...shown.devicePages, [eventId]: (shown.devicePages[eventId] ?? 0) + 1 } })}
+        />
       </div>
       <MessagesSection messages={messages.data} error={messages.error} emergency={e} />
     </article>
@@ -263,7 +272,65 @@ function Actions({ emergency, onChanged }: { emergency: Emergency; onChanged: (e
   );
 }
 
-function ReceiptsSection({ receipts, error, onRefresh }: { receipts: Receipts | null; error: unknown; onRefresh: () => void }) {
+interface ReceiptsPaging {
+  base: string;
+  eventPages: number;
+  /** Per event id, how many pages of devices beyond the first ten were asked for. */
+  devicePages: Record<string, number>;
+}
+
+/** Events per page of receipts, and devices per further page of one event. */
+const RECEIPT_EVENTS = 20;
+const RECEIPT_DEVICES = 100;
+
+/**
+ * The receipts as the view shows them: the first `eventPages` pages of events, each event's devices
+ * extended by the pages of devices asked for, so a periodic reload refreshes everything on screen.
+ */
+async function loadReceipts(
+  path: { org_id: string; emergency_id: string },
+  eventPages: number,
+  devicePages: Record<string, number>,
+  signal: AbortSignal,
+): Promise<Receipts> {
+  const get = (query: { limit: number; cursor?: string; deviceCursor?: string }) =>
+    unwrap(pub().GET('/orgs/{org_id}/emergencies/{emergency_id}/receipts', { params: { path, query: { detail: 'devices', ...query } }, signal }));
+  let receipts = await get({ limit: RECEIPT_EVENTS });
+  for (let page = 1; page < eventPages && receipts.nextCursor; page++) {
+    const next = await get({ limit: RECEIPT_EVENTS, cursor: receipts.nextCursor });
+    receipts = { ...next, events: [...receipts.events, ...next.events] };
+  }
+  const events = await Promise.all(
+    receipts.events.map(async (event) => {
+      let devices = event.devices;
+      for (let page = 0; page < (devicePages[event.eventId] ?? 0) && devices.nextCursor; page++) {
+        const next = (await get({ limit: RECEIPT_DEVICES, deviceCursor: devices.nextCursor })).events[0]?.devices;
+        if (!next) break;
+        devices = {
+          ...next,
+          pending: [...devices.pending, ...next.pending],
+          acknowledgedBy: [...(devices.acknowledgedBy ?? []), ...(next.acknowledgedBy ?? [])],
+        };
+      }
+      return { ...event, devices };
+    }),
+  );
+  return { ...receipts, events };
+}
+
+function ReceiptsSection({
+  receipts,
+  error,
+  onRefresh,
+  onMoreEvents,
+  onMoreDevices,
+}: {
+  receipts: Receipts | null;
+  error: unknown;
+  onRefresh: () => void;
+  onMoreEvents: () => void;
+  onMoreDevices: (eventId: string) => void;
+}) {
   return (
     <section aria-labelledby="receipts-title">
       <div class="section-head">
@@ -276,50 +343,76 @@ function ReceiptsSection({ receipts, error, onRefresh }: { receipts: Receipts | 
       {!receipts ? (
         <Loading what="receipts" />
       ) : (
-        receipts.events.map((r) => (
-          <section class="receipt" key={r.eventId} aria-label={`Receipts of ${EVENT_LABEL[r.eventType] ?? r.eventType} (offset ${r.offset})`}>
-            <h3>
-              {EVENT_LABEL[r.eventType] ?? r.eventType} <span class="muted">· offset {r.offset}</span>
-            </h3>
-            <p class="counts">
-              <span class={r.devices.acknowledged === r.devices.targeted ? 'ok' : 'warn'}>
-                {r.devices.acknowledged} of {r.devices.targeted} base stations acknowledged
-              </span>
-              {' · '}
-              <span>
-                Webhooks: {r.webhooks.succeeded} delivered, {r.webhooks.failed} failed, {r.webhooks.pending} pending (of {r.webhooks.targeted})
-              </span>
-            </p>
-            {(r.devices.acknowledgedBy?.length ?? 0) > 0 && (
-              <>
-                <h4>Acknowledged</h4>
-                <ul class="devices-list" aria-label="Acknowledged devices">
-                  {r.devices.acknowledgedBy!.map((d) => (
-                    <li key={d.deviceId}>
-                      <span class="dot ok" aria-hidden="true" /> {d.name}{' '}
-                      <span class="muted">· {d.acknowledgedAt ? <Time iso={d.acknowledgedAt} mode="relative" /> : '—'}</span>
-                    </li>
-                  ))}
-                </ul>
-              </>
-            )}
-            {r.devices.pending.length > 0 && (
-              <>
-                <h4>Pending</h4>
-                <ul class="devices-list" aria-label="Pending devices">
-                  {r.devices.pending.map((d) => (
-                    <li key={d.deviceId}>
-                      <span class="dot warn" aria-hidden="true" /> {d.name}{' '}
+        <>
+          {receipts.events.map((r) => {
+            const label = `${EVENT_LABEL[r.eventType] ?? r.eventType} (offset ${r.offset})`;
+            const acknowledgedBy = r.devices.acknowledgedBy ?? [];
+            return (
+              <section class="receipt" key={r.eventId} aria-label={`Receipts of ${label}`}>
+                <h3>
+                  {EVENT_LABEL[r.eventType] ?? r.eventType} <span class="muted">· offset {r.offset}</span>
+                </h3>
+                <p class="counts">
+                  <span class={r.devices.acknowledged === r.devices.targeted ? 'ok' : 'warn'}>
+                    {r.devices.acknowledged} of {r.devices.targeted} base stations acknowledged
+                  </span>
+                  {' · '}
+                  <span>
+                    Webhooks: {r.webhooks.succeeded} delivered, {r.webhooks.failed} failed, {r.webhooks.pending} pending (of {r.webhooks.targeted})
+                  </span>
+                </p>
+                {r.devices.pending.length > 0 && (
+                  <>
+                    <h4>
+                      Pending{' '}
                       <span class="muted">
-                        · {d.online ? 'online' : 'offline'}, acknowledged up to {d.ackedOffset}
+                        · {r.devices.pending.length} of {r.devices.targeted - r.devices.acknowledged} shown
                       </span>
-                    </li>
-                  ))}
-                </ul>
-              </>
-            )}
-          </section>
-        ))
+                    </h4>
+                    <ul class="devices-list" aria-label="Pending devices">
+                      {r.devices.pending.map((d) => (
+                        <li key={d.deviceId}>
+                          <span class="dot warn" aria-hidden="true" /> {d.name}{' '}
+                          <span class="muted">
+                            · {d.online ? 'online' : 'offline'}, acknowledged up to {d.ackedOffset}
+                          </span>
+                        </li>
+                      ))}
+                    </ul>
+                  </>
+                )}
+                {acknowledgedBy.length > 0 && (
+                  <>
+                    <h4>
+                      Acknowledged{' '}
+                      <span class="muted">
+                        · {acknowledgedBy.length} of {r.devices.acknowledged} shown
+                      </span>
+                    </h4>
+                    <ul class="devices-list" aria-label="Acknowledged devices">
+                      {acknowledgedBy.map((d) => (
+                        <li key={d.deviceId}>
+                          <span class="dot ok" aria-hidden="true" /> {d.name}{' '}
+                          <span class="muted">· {d.acknowledgedAt ? <Time iso={d.acknowledgedAt} mode="relative" /> : '—'}</span>
+                        </li>
+                      ))}
+                    </ul>
+                  </>
+                )}
+                {r.devices.nextCursor && (
+                  <button type="button" class="secondary small" aria-label={`Show more devices of ${label}`} onClick={() => onMoreDevices(r.eventId)}>
+                    Show more devices
+                  </button>
+                )}
+              </section>
+            );
+          })}
+          {receipts.nextCursor && (
+            <button type="button" class="secondary" onClick={onMoreEvents}>
+              Show more events
+            </button>
+          )}
+        </>
       )}
     </section>
   );

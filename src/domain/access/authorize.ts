@@ -22,10 +22,7 @@ export async function authorize(ctx: AppContext, caller: Caller, orgId: string, 
   return admit(caller.principal, org, orgId, permission);
 }
 
-/**
- * `authorize` without waiting, for hot read paths: the same verdict when the org's place is cached,
- * undefined when it must be read first.
- */
+/** `authorize` without waiting, for hot read paths: the same verdict when the org's place is cached, undefined when it must be read. */
 export function authorizeCached(caller: Caller, orgId: string, permission: Permission): OrgScope | undefined {
   if (!isUuid(orgId)) return admit(caller.principal, null, orgId, permission);
   const org = cachedOrgScope(orgId.toLowerCase());

@@ -1,4 +1,3 @@
-import type { IdempotencyScope } from '../../db/idempotency.js';
 export type Permission = 'read' | 'write';
 export type SubjectType = 'partner' | 'enterprise' | 'org';
 
@@ -26,8 +25,6 @@ export type Principal =
 export interface Caller {
   principal: Principal;
   requestId: string | null;
-  /** The request's Idempotency-Key, handed to the unit of work that writes (REST writes only). */
-  idempotency?: IdempotencyScope;
 }
 
 export const operatorCaller = (name = 'operator'): Caller => ({ principal: { kind: 'operator', name }, requestId: null });

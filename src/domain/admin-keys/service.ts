@@ -1,3 +1,4 @@
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
@@ -7,7 +8,7 @@ import { AppError } from '../../errors.js';
 import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
 import type { AdminSubject, Caller } from '../access/principal.js';
 import { BY_CREATION, keysetPage } from '../shared/cursor.js';
-import { newId, nowIso } from '../shared/ids.js';
+import { isUuid, newId, normalizeId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { sha256 } from '../shared/secrets.js';
 import type { KeyKind } from '../keys/verifier.js';
@@ -31,7 +32,8 @@ export const adminSubjectSchema = z
 export const createAdminKeyInput = z.strictObject({ name: z.string().trim().min(1).max(128), subject: adminSubjectSchema });
 
 function subjectOf(row: AdminKeyTable): AdminSubject {
-  return row.subject_type === 'instance' ? { type: 'instance' } : { type: row.subject_type as 'partner' | 'enterprise', id: row.subject_id! };
+  // Normalised here too, so that a stored id in another letter case still reaches its subject.
+  return row.subject_type === 'instance' ? { type: 'instance' } : { type: row.subject_type as 'partner' | 'enterprise', id: normalizeId(row.subject_id!) };
 }
 
 export function toAdminKeyRecord(row: AdminKeyTable): AdminKeyRecord {
@@ -57,11 +59,8 @@ export function adminKeyKind(ctx: AppContext): KeyKind<AdminKeyTable> {
   };
 }
 
-/**
- * Mints an admin key for a subject within the caller's own (the operator at the CLI may mint any).
- * The key is returned once; only its SHA-256 is stored.
- */
-export async function createAdminKey(ctx: AppContext, caller: Caller, raw: unknown): Promise<AdminKeyRecord & { key: string }> {
+/** Mints an admin key within the caller's subject (the CLI operator may mint any); returned once, only its SHA-256 is stored. */
+export async function createAdminKey(ctx: AppContext, caller: Caller, raw: unknown, write: WriteOptions = {}): Promise<AdminKeyRecord & { key: string }> {
   const input = createAdminKeyInput.parse(raw);
   return inTransaction(
     ctx.db,
@@ -79,7 +78,7 @@ export async function createAdminKey(ctx: AppContext, caller: Caller, raw: unkno
         secret_hash: sha256(key).toString('hex'),
         name: input.name,
         subject_type: input.subject.type,
-        subject_id: input.subject.type === 'instance' ? null : input.subject.id,
+        subject_id: input.subject.type === 'instance' ? null : normalizeId(input.subject.id),
         status: 'active',
         created_at: nowIso(),
         revoked_at: null,
@@ -88,7 +87,7 @@ export async function createAdminKey(ctx: AppContext, caller: Caller, raw: unkno
       await tx.db.insertInto('admin_keys').values(row).execute();
       return { ...toAdminKeyRecord(row), key };
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -110,11 +109,11 @@ export async function listAdminKeys(ctx: AppContext, caller: Caller, params: { c
 }
 
 /** Revokes an admin key within the caller's subject; it stops authenticating within seconds. Idempotent. */
-export async function revokeAdminKey(ctx: AppContext, caller: Caller, id: string): Promise<AdminKeyRecord> {
+export async function revokeAdminKey(ctx: AppContext, caller: Caller, id: string, write: WriteOptions = {}): Promise<AdminKeyRecord> {
   return inTransaction(
     ctx.db,
     async (tx) => {
-      const row = await tx.db.selectFrom('admin_keys').selectAll().where('id', '=', id.toLowerCase()).executeTakeFirst();
+      const row = isUuid(id) ? await tx.db.selectFrom('admin_keys').selectAll().where('id', '=', id.toLowerCase()).executeTakeFirst() : undefined;
       if (!row) throw new AppError('not_found', `No admin key ${id}.`);
       const subject = subjectOf(row);
       if (subject.type === 'instance') {
@@ -127,6 +126,6 @@ export async function revokeAdminKey(ctx: AppContext, caller: Caller, id: string
       }
       return toAdminKeyRecord({ ...row, status: 'inactive' });
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }

@@ -4,9 +4,8 @@ import { dirname, join, resolve, sep } from 'node:path';
 import { type AttachmentStore, contentAddressedKey, type StoredObjectInput } from './store.js';
 
 /**
- * Keeps attachments on the local filesystem, content-addressed by SHA-256 under `root`.
- * Writes go to a temporary file that is fsynced and then renamed into place, so a reader (or a
- * crash) never sees a half-written object under its final name.
+ * Attachments on the local filesystem, content-addressed by SHA-256 under `root`. Each is written to an fsynced temporary file
+ * renamed into place, so a reader or a crash never sees a half-written object.
  */
 export class FileAttachmentStore implements AttachmentStore {
   readonly description: string;

@@ -1,6 +1,6 @@
 import { AppError, type ErrorCode } from '../../errors.js';
 
-/** Largest accepted attachment after decoding (decisions.md: 10 MiB). */
+/** Largest accepted attachment after decoding (decisions.md). */
 export const MAX_INLINE_BYTES = 10 * 1024 * 1024;
 
 /** An attachment rejection: 422 `{detail:{error, message, index}}` (the codes of AttachmentRejectReason). */
@@ -29,10 +29,8 @@ const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
 const URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 
 /**
- * Strict base64: the standard or the URL-safe alphabet (not mixed), optional line breaks, padding
- * either absent or exact, and no stray bits in the last character. Node's own decoder silently skips
- * invalid characters, so the text is checked first, by scanning it: no copy of a text that may be
- * megabytes long is made (only when it has line breaks to drop).
+ * Strict base64: one alphabet (standard or URL-safe), optional line breaks, exact or absent padding, no stray bits. Checked by
+ * scanning, without copying a text that may be megabytes long, since Node's decoder silently skips invalid characters.
  */
 export function decodeBase64Strict(raw: string): Buffer | null {
   const text = withoutWhitespace(raw);

@@ -47,10 +47,8 @@ export function isMediaType(value: string): boolean {
 }
 
 /**
- * Kind and media type of a link. The declared `type` is the only type signal (the link is never
- * fetched): a bare kind is taken as is, a media type maps to its kind; without one the URL's file
- * extension decides, else it is a plain `link`. mimeType is the declared media type, or the HLS type
- * for HLS, else null.
+ * Kind and media type of a link, which is never fetched: its declared `type` (a kind or a media type) decides, else the URL's
+ * extension, else it is a plain `link`. mimeType is the declared media type, the HLS type for HLS, or null.
  */
 export function classifyLink(url: URL, declared: string | null): { kind: AttachmentKind; mimeType: string | null } {
   if (declared !== null) {

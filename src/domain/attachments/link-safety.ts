@@ -5,15 +5,12 @@ import { attachmentRejection } from './inline-decode.js';
 export const MAX_LINK_LENGTH = 4096;
 
 /**
- * Checks a link attachment: https only, default port, no credentials, and a host that is a public
- * DNS name or a public unicast address. The link is never fetched; these rules keep devices and
- * people from being pointed at internal services. IPv4 in decimal, octal or hex forms
- * (`2130706433`, `0177.0.0.1`, `0x7f.1`) is normalized by the WHATWG URL parser before the check.
+ * A link must be https on the default port, without credentials, to a public host: it is never fetched, but these rules keep
+ * devices and people from being pointed at internal services.
  */
 export function checkLink(src: string, index: number): URL {
   if (src.length > MAX_LINK_LENGTH) throw attachmentRejection('invalid_url', `Links may be at most ${MAX_LINK_LENGTH} characters.`, index);
-  // The URL parser silently drops tabs/newlines and trims controls; the stored link is the text as
-  // given, so such characters would make what is shown differ from what was checked.
+  // The URL parser drops tabs/newlines and trims controls, so with them the stored text would differ from what was checked.
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses.
   if (/[\u0000-\u0020\u007f-\u009f]/.test(src)) throw attachmentRejection('invalid_url', 'Links may not contain spaces or control characters.', index);
   let url: URL;

@@ -60,9 +60,8 @@ export async function verifyMedia(bytes: Buffer, index: number): Promise<Verifie
 function dimensionsOf(bytes: Buffer, mimeType: string, kind: AttachmentKind): { width: number; height: number } | null {
   try {
     if (kind === 'image') {
-      // image-size reads through a DataView over the whole underlying ArrayBuffer, not just this view;
-      // small Buffers share Node's pool, so a truncated header would be "completed" with foreign bytes.
-      // A copy owns exactly these bytes.
+      // image-size reads the whole underlying ArrayBuffer and small Buffers share Node's pool, so a truncated header could be
+      // completed with foreign bytes: a copy owns exactly these.
       const size = imageSize(new Uint8Array(bytes));
       if (size.width === undefined || size.height === undefined) return null;
       return { width: size.width, height: size.height };

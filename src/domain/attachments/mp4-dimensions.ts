@@ -1,7 +1,6 @@
 /**
- * Width and height of an MP4/QuickTime video from its first visual track header (`moov/trak/tkhd`).
- * ISO/IEC 14496-12: tkhd stores width and height as 16.16 fixed-point numbers in its last 8 bytes;
- * audio tracks carry 0×0 there, so the first track with a non-zero size is the picture.
+ * Width and height of an MP4/QuickTime video from its first visual track header (`moov/trak/tkhd`, 16.16 fixed point, ISO/IEC
+ * 14496-12). Audio tracks carry 0×0 there, so the first track with a non-zero size is the picture.
  */
 export function mp4Dimensions(bytes: Buffer): { width: number; height: number } | null {
   const moov = findBox(bytes, 0, bytes.length, 'moov');

@@ -11,14 +11,11 @@ export interface S3StoreOptions {
   forcePathStyle: boolean;
 }
 
-/**
- * Keeps attachments in an S3-compatible bucket, content-addressed by SHA-256 under `prefix`.
- * Credentials come from the SDK's standard provider chain (environment, profile, instance role).
- */
+/** Attachments in an S3-compatible bucket, content-addressed by SHA-256 under `prefix`; credentials from the SDK's standard chain. */
 export class S3AttachmentStore implements AttachmentStore {
   readonly description: string;
   private readonly client: S3.S3Client;
-  /** Loaded only when an S3 store is configured: the SDK costs tens of MB of memory in every process. */
+  /** Loaded only when an S3 store is configured: the SDK's memory is not worth carrying in every process. */
   private readonly sdk = createRequire(import.meta.url)('@aws-sdk/client-s3') as typeof S3;
 
   constructor(private readonly options: S3StoreOptions) {
@@ -27,9 +24,8 @@ export class S3AttachmentStore implements AttachmentStore {
       region: options.region,
       endpoint: options.endpoint,
       forcePathStyle: options.forcePathStyle,
-      // S3-compatible servers do not all accept the SDK's default trailing CRC checksums (aws-chunked
-      // uploads); send checksums only where the API demands them. The key itself is the SHA-256 of the
-      // bytes, so anyone reading an object can verify it.
+      // Some S3-compatible servers refuse the SDK's default trailing checksums (aws-chunked uploads); the key is the bytes'
+      // SHA-256 anyway, so anyone reading an object can verify it.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       maxAttempts: 3,

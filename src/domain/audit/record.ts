@@ -17,7 +17,6 @@ export function principalActor(principal: Principal): { type: string; id: string
   return { type: principal.kind, id: principal.keyId, name: principal.keyName };
 }
 
-/** The audit_logs row of an entry. */
 export function auditRow(caller: Caller, entry: AuditInput) {
   const actor = principalActor(caller.principal);
   return {

@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { CURSOR_SHAPES, decodeCursor, paginate } from '../shared/cursor.js';
 import { fromJson } from '../shared/json.js';
 import type { Page } from '../shared/schema.js';
 import type { AuditLogEntry, ListAuditLogsQuery } from './schema.js';
@@ -16,7 +16,7 @@ export async function listAuditLogs(ctx: AppContext, caller: Caller, orgId: stri
   if (params.since) query = query.where('occurred_at', '>=', params.since);
   if (params.until) query = query.where('occurred_at', '<', params.until);
   if (params.cursor) {
-    const [at, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
+    const [at, id] = decodeCursor(params.cursor, CURSOR_SHAPES.byOccurrence);
     query = query.where((eb) => eb.or([eb('occurred_at', '<', at!), eb.and([eb('occurred_at', '=', at!), eb('id', '<', id!)])]));
   }
   const rows = await query

@@ -1,3 +1,4 @@
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { CategoryTable } from '../../db/types.js';
@@ -5,7 +6,7 @@ import { LRUCache } from 'lru-cache';
 import { AppError, fieldError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { CURSOR_SHAPES, decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { requireReach } from '../access/admin-scope.js';
@@ -46,7 +47,7 @@ export async function insertCategory(
 }
 
 /** Creates a category of an organization (name unique in the org, case-insensitively: else 409 conflict). */
-export async function createCategory(ctx: AppContext, caller: Caller, orgId: string, raw: unknown): Promise<CategoryItem> {
+export async function createCategory(ctx: AppContext, caller: Caller, orgId: string, raw: unknown, write: WriteOptions = {}): Promise<CategoryItem> {
   const input = categoryCreateInput.parse(raw);
   return inTransaction(
     ctx.db,
@@ -56,7 +57,7 @@ export async function createCategory(ctx: AppContext, caller: Caller, orgId: str
       await refuseTakenName(tx, place.orgId, input.name, null);
       return toCategoryItem(await insertCategory(tx, { orgId: place.orgId, ...input }));
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -67,11 +68,17 @@ async function refuseTakenName(tx: Tx, orgId: string, name: string, exceptId: st
 }
 
 /**
- * Changes a category's name, color, severity or response level. Uncategorized, the system category
- * every emergency falls back to, is immutable (409). Emergencies keep the category as it was when
- * their last change was recorded; declares on other instances see the change within the cache's 5 s.
+ * Changes a category's name, color, severity or response level; Uncategorized, every emergency's fallback, is immutable (409).
+ * Emergencies keep the category as of their last change; other instances see the change when their cache entry expires.
  */
-export async function updateCategory(ctx: AppContext, caller: Caller, orgId: string, categoryId: string, raw: unknown): Promise<CategoryItem> {
+export async function updateCategory(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  categoryId: string,
+  raw: unknown,
+  write: WriteOptions = {},
+): Promise<CategoryItem> {
   const input = categoryUpdateInput.parse(raw);
   return inTransaction(
     ctx.db,
@@ -93,18 +100,17 @@ export async function updateCategory(ctx: AppContext, caller: Caller, orgId: str
       tx.afterCommit(() => forgetCategories(place.orgId));
       return toCategoryItem({ ...row, ...changes });
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
 /**
- * Categories seen committed are cached for a few seconds per instance: declares name them on every
- * request. A change made here is forgotten at once; other instances see it when their entry expires.
- * Misses are not cached: the category may be created later.
+ * Committed categories are cached briefly per instance, since every declare names one; a change here is forgotten at once,
+ * elsewhere on expiry. Misses are not cached: the category may be created later.
  */
 const CATEGORY_CACHE_TTL_MS = 5_000;
-// The entry carries its own read time, as the key verifier's do: lru-cache's own TTL reads the clock
-// through a timer-refreshed cache on every get, a measured 2-3 µs of each declare's CPU.
+// Entries carry their own read time (as the key verifier's do): lru-cache's TTL adds clock bookkeeping to every get, on the
+// declare's hot path.
 const categoryCache = new LRUCache<string, { row: CategoryTable; readAt: number }>({ max: 100_000 });
 
 function forgetCategories(orgId: string): void {
@@ -117,10 +123,7 @@ function cacheKeyOf(orgId: string, selector: { categoryId?: string; categoryName
   return `${orgId} uncategorized`;
 }
 
-/**
- * Finds the category a declare or recategorize names, by id or by case-insensitive name, within
- * the org only. `field` is where a 422 points when nothing matches.
- */
+/** The category a declare or recategorize names, by id or case-insensitive name, within the org only; `field` is where a 422 points. */
 export async function resolveCategory(
   tx: Pick<Tx, 'db'> & Partial<Pick<Tx, 'afterCommit'>>,
   orgId: string,
@@ -156,7 +159,7 @@ export async function listCategories(ctx: AppContext, caller: Caller, orgId: str
   await authorize(ctx, caller, orgId, 'read');
   let query = ctx.db.db.selectFrom('categories').selectAll().where('org_id', '=', orgId);
   if (params.cursor) {
-    const [severity, name, id] = decodeCursor(params.cursor, ['number', 'string', 'string']) as [number, string, string];
+    const [severity, name, id] = decodeCursor(params.cursor, CURSOR_SHAPES.categories);
     query = query.where((eb) =>
       eb.or([
         eb('severity', '<', severity),

@@ -1,19 +1,24 @@
 import type { AppContext } from '../../context.js';
+import { deliveryStatusCounts, fannedOutOffset } from '../../delivery/queue.js';
+import type { DeviceTable } from '../../db/types.js';
+import { FieldValidationError, fieldError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { existingEmergencyId } from '../emergencies/not-found.js';
 import { findOrgScope } from '../orgs/scope.js';
-import { keysetPage } from '../shared/cursor.js';
-import type { Page } from '../shared/schema.js';
+import { CURSOR_SHAPES, decodeCursor, encodeCursor, keysetPage } from '../shared/cursor.js';
+import { itemsThatFit } from '../shared/page-bytes.js';
+import { CURSOR_INVALID_MESSAGE, type Page } from '../shared/schema.js';
 import { activeSubscriptionsInTree, subscriptionWants } from '../webhooks/repo.js';
-import type { DeviceReceiptItem, EmergencyReceipts, EventReceipt } from './receipt-schema.js';
+import { DEVICES_PER_EVENT, type DeviceReceiptItem, type EmergencyReceipts, type EventReceipt, type ReceiptsQuery } from './receipt-schema.js';
+import { firstAckTimes } from './repo.js';
 import { isOnline as online } from './service.js';
 
 /**
  * Who has an alert. A device has acknowledged an event once its acked offset reached the event's
  * offset (acks are cumulative); the time is that of the first ack that covered it, from the ack
- * history. Every answer is a fixed number of indexed statements, whatever the number of devices
- * or events: never one per device or per event.
+ * history. Every answer is a few indexed statements, whatever the number of devices or events:
+ * never one per device or per event. Answers are pages (extensions.md §9: at most 1 MiB).
  */
 
 const DEVICE_COLUMNS = ['id', 'name', 'status', 'created_at', 'connection_id', 'last_seen_at', 'acked_offset', 'acked_at', 'connected_at'] as const;
@@ -56,16 +61,11 @@ async function webhookReceipts(ctx: AppContext, orgId: string, events: EventRow[
   const counts = new Map<string, EventReceipt['webhooks']>();
   for (const e of events) counts.set(e.id, { targeted: 0, succeeded: 0, failed: 0, pending: 0 });
   if (events.length === 0) return counts;
-  const rows = await ctx.db.db
-    .selectFrom('webhook_deliveries')
-    .select(['event_id', 'status', (eb) => eb.fn.countAll().as('n')])
-    .where(
-      'event_id',
-      'in',
-      events.map((e) => e.id),
-    )
-    .groupBy(['event_id', 'status'])
-    .execute();
+  const rows = await deliveryStatusCounts(
+    ctx.db.db,
+    orgId,
+    events.map((e) => e.id),
+  );
   for (const row of rows) {
     const c = counts.get(row.event_id)!;
     const n = Number(row.n);
@@ -74,8 +74,7 @@ async function webhookReceipts(ctx: AppContext, orgId: string, events: EventRow[
     else if (row.status === 'failed') c.failed += n;
     else c.pending += n;
   }
-  const cursor = await ctx.db.db.selectFrom('webhook_cursors').select('last_offset').where('org_id', '=', orgId).executeTakeFirst();
-  const fannedOutTo = cursor ? Number(cursor.last_offset) : 0;
+  const fannedOutTo = await fannedOutOffset(ctx.db.db, orgId);
   const notYet = events.filter((e) => Number(e.stream_offset) > fannedOutTo);
   if (notYet.length > 0) {
     const scope = await findOrgScope(ctx.db, orgId);
@@ -90,94 +89,162 @@ async function webhookReceipts(ctx: AppContext, orgId: string, events: EventRow[
   return counts;
 }
 
-/** When each device first acknowledged each event of the emergency, in one statement (one index seek per pair). */
-async function acknowledgedTimes(ctx: AppContext, orgId: string, emergencyId: string): Promise<Map<string, string | null>> {
-  // A cross join keeps the emergency's few events as the outer loop on SQLite (its planner would
-  // otherwise start from the devices and scan the org's events for each); PostgreSQL plans it alike.
-  const rows = await ctx.db.db
-    .selectFrom('events as e')
-    .crossJoin('devices as d')
-    .whereRef('d.org_id', '=', 'e.org_id')
-    .whereRef('d.acked_offset', '>=', 'e.stream_offset')
-    .whereRef('d.created_at', '<=', 'e.created_at')
-    .select((eb) => [
-      'e.id as event_id',
-      'd.id as device_id',
-      eb
-        .selectFrom('device_acks as a')
-        .select('a.acked_at')
-        .whereRef('a.device_id', '=', 'd.id')
-        .whereRef('a.to_offset', '>=', 'e.stream_offset')
-        .orderBy('a.to_offset')
-        .limit(1)
-        .as('acked_at'),
-    ])
-    .where('e.org_id', '=', orgId)
-    .where('e.emergency_id', '=', emergencyId)
-    .where('d.status', '=', 'active')
-    .execute();
-  const times = new Map<string, string | null>();
-  for (const r of rows) times.set(`${r.event_id} ${r.device_id}`, r.acked_at ?? null);
-  return times;
+/** Where a deviceCursor resumes one event's device list: after this (state, name, id). */
+interface DevicePosition {
+  sequence: number;
+  /** 0 while walking the pending devices, 1 the acknowledged ones (listed after them). */
+  state: 0 | 1;
+  name: string;
+  id: string;
+}
+
+const DEVICE_CURSOR = ['int4', 'int4', 'text', 'uuid'] as const;
+
+function deviceCursor(sequence: number, state: 0 | 1, device: { name: string; id: string }): string {
+  return encodeCursor([sequence, state, device.name, device.id]);
+}
+
+/** A deviceCursor's position; anything this endpoint did not hand out is a 422 `cursor_invalid` on `query.deviceCursor`. */
+function decodeDeviceCursor(cursor: string): DevicePosition {
+  const invalid = () => fieldError(['query', 'deviceCursor'], CURSOR_INVALID_MESSAGE, 'cursor_invalid');
+  let values: readonly [number, number, string, string];
+  try {
+    values = decodeCursor(cursor, DEVICE_CURSOR);
+  } catch (err) {
+    // The shared decoder names `query.cursor`; this cursor comes in its own parameter.
+    if (err instanceof FieldValidationError) throw invalid();
+    throw err;
+  }
+  const [sequence, state, name, id] = values;
+  if (sequence < 1 || (state !== 0 && state !== 1)) throw invalid();
+  return { sequence, state, name, id };
+}
+
+type DeviceRow = Pick<DeviceTable, (typeof DEVICE_COLUMNS)[number]>;
+
+/** Devices sort by name then id as JavaScript compares strings, the same on both databases. */
+function byNameThenId(a: { name: string; id: string }, b: { name: string; id: string }): number {
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+function follows(device: DeviceRow, state: 0 | 1, from: DevicePosition): boolean {
+  if (state !== from.state) return state > from.state;
+  return device.name > from.name || (device.name === from.name && device.id > from.id);
+}
+
+interface DeviceSlice {
+  targeted: number;
+  acknowledged: number;
+  pending: DeviceRow[];
+  acknowledgedBy: DeviceRow[];
+  nextCursor: string | null;
 }
 
 /**
- * `GET /orgs/{org_id}/emergencies/{emergency_id}/receipts`: per event of the emergency, which active
- * devices it targeted (those that existed when it was created), which have acknowledged it, and how
- * its webhook deliveries stand. A revoked device is not counted from its revocation on.
+ * One event's counts over all its targeted devices, and a window of at most `take` of them: the
+ * pending ones by name, then (with `withAcknowledged`) the acknowledged ones by name, after `from`.
+ * `devices` are the org's active devices, sorted by name then id.
+ */
+function sliceDevices(event: EventRow, devices: DeviceRow[], take: number, withAcknowledged: boolean, from: DevicePosition | null): DeviceSlice {
+  const offset = Number(event.stream_offset);
+  let targeted = 0;
+  let acknowledged = 0;
+  // One more than the window in each list tells whether the event has more devices after it.
+  const pending: DeviceRow[] = [];
+  const acked: DeviceRow[] = [];
+  for (const d of devices) {
+    if (d.created_at > event.created_at) continue;
+    targeted++;
+    const isAcked = Number(d.acked_offset) >= offset;
+    if (isAcked) acknowledged++;
+    if (isAcked && !withAcknowledged) continue;
+    const list = isAcked ? acked : pending;
+    if (list.length <= take && (!from || follows(d, isAcked ? 1 : 0, from))) list.push(d);
+  }
+  const window = pending.slice(0, take);
+  const ackedShown = acked.slice(0, take - window.length);
+  const more = pending.length + acked.length > take;
+  const last = ackedShown.at(-1) ?? window.at(-1);
+  return {
+    targeted,
+    acknowledged,
+    pending: window,
+    acknowledgedBy: ackedShown,
+    nextCursor: more && last ? deviceCursor(Number(event.sequence), ackedShown.length > 0 ? 1 : 0, last) : null,
+  };
+}
+
+/**
+ * `GET /orgs/{org_id}/emergencies/{emergency_id}/receipts`: a page of the emergency's events in
+ * sequence order, each with the active devices it targeted (those that existed when it was created),
+ * how many acknowledged it, and how its webhook deliveries stand; a revoked device is not counted
+ * from its revocation on. Each event lists a window of its devices (the pending ones first); a
+ * deviceCursor pages one event's devices. The work of a page is bounded by its events and the org's
+ * devices (read once): never by all the events of the emergency times all devices.
  */
 export async function emergencyReceipts(
   ctx: AppContext,
   caller: Caller,
   orgId: string,
   emergencyId: string,
-  options: { detail?: 'devices' } = {},
+  params: ReceiptsQuery,
 ): Promise<EmergencyReceipts> {
   const org = await authorize(ctx, caller, orgId, 'read');
   const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
-  const events: EventRow[] = await ctx.db.db
+  const from = params.deviceCursor === undefined ? null : decodeDeviceCursor(params.deviceCursor);
+  let query = ctx.db.db
     .selectFrom('events')
     .select(['id', 'stream_offset', 'event_type', 'sequence', 'created_at'])
     .where('org_id', '=', org.id)
-    .where('emergency_id', '=', id)
+    .where('emergency_id', '=', id);
+  if (from) query = query.where('sequence', '=', from.sequence);
+  else if (params.cursor) query = query.where('sequence', '>', decodeCursor(params.cursor, CURSOR_SHAPES.sequence)[0]);
+  const rows: EventRow[] = await query
     .orderBy('sequence')
+    .limit(from ? 1 : params.limit + 1)
     .execute();
-  const devices = await ctx.db.db
-    .selectFrom('devices')
-    .select(DEVICE_COLUMNS)
-    .where('org_id', '=', org.id)
-    .where('status', '=', 'active')
-    .orderBy('name')
-    .orderBy('id')
-    .execute();
+  const hasMore = !from && rows.length > params.limit;
+  const events = hasMore ? rows.slice(0, params.limit) : rows;
+  if (events.length === 0) return { emergencyId: id, events: [], nextCursor: null };
+
+  const devices = (await ctx.db.db.selectFrom('devices').select(DEVICE_COLUMNS).where('org_id', '=', org.id).where('status', '=', 'active').execute()).sort(
+    byNameThenId,
+  );
+  const withAcknowledged = params.detail === 'devices';
+  const take = from ? params.limit : DEVICES_PER_EVENT;
+  const slices = events.map((e) => sliceDevices(e, devices, take, withAcknowledged, from));
   const webhooks = await webhookReceipts(ctx, org.id, events);
-  const times = options.detail === 'devices' ? await acknowledgedTimes(ctx, org.id, id) : null;
+  const times = withAcknowledged
+    ? await firstAckTimes(
+        ctx.db.db,
+        org.id,
+        events.flatMap((e, i) => slices[i]!.acknowledgedBy.map((d) => ({ eventId: e.id, offset: Number(e.stream_offset), deviceId: d.id }))),
+      )
+    : null;
   const now = Date.now();
-  return {
-    emergencyId: id,
-    events: events.map((e) => {
-      const offset = Number(e.stream_offset);
-      const targeted = devices.filter((d) => d.created_at <= e.created_at);
-      const acked = targeted.filter((d) => Number(d.acked_offset) >= offset);
-      const receipt: EventReceipt = {
-        eventId: e.id,
-        eventType: e.event_type,
-        sequence: Number(e.sequence),
-        offset,
-        createdAt: e.created_at,
-        devices: {
-          targeted: targeted.length,
-          acknowledged: acked.length,
-          pending: targeted
-            .filter((d) => Number(d.acked_offset) < offset)
-            .map((d) => ({ deviceId: d.id, name: d.name, online: online(d, now), ackedOffset: Number(d.acked_offset) })),
-        },
-        webhooks: webhooks.get(e.id)!,
-      };
-      if (times) {
-        receipt.devices.acknowledgedBy = acked.map((d) => ({ deviceId: d.id, name: d.name, acknowledgedAt: times.get(`${e.id} ${d.id}`) ?? null }));
-      }
-      return receipt;
-    }),
-  };
+  const receipts = events.map((e, i): EventReceipt => {
+    const slice = slices[i]!;
+    return {
+      eventId: e.id,
+      eventType: e.event_type,
+      sequence: Number(e.sequence),
+      offset: Number(e.stream_offset),
+      createdAt: e.created_at,
+      devices: {
+        targeted: slice.targeted,
+        acknowledged: slice.acknowledged,
+        pending: slice.pending.map((d) => ({ deviceId: d.id, name: d.name, online: online(d, now), ackedOffset: Number(d.acked_offset) })),
+        ...(times && {
+          acknowledgedBy: slice.acknowledgedBy.map((d) => ({ deviceId: d.id, name: d.name, acknowledgedAt: times.get(`${e.id} ${d.id}`) ?? null })),
+        }),
+        nextCursor: slice.nextCursor,
+      },
+      webhooks: webhooks.get(e.id)!,
+    };
+  });
+  const kept = from ? receipts.length : itemsThatFit(receipts);
+  const page = receipts.slice(0, kept);
+  const nextCursor = hasMore || kept < receipts.length ? encodeCursor([page.at(-1)!.sequence]) : null;
+  return { emergencyId: id, events: page, nextCursor };
 }

@@ -42,7 +42,7 @@ export interface PresenceUpdate {
   lastSeenAt: string;
 }
 
-/** Refreshes last_seen_at of connected devices, grouped so that 10,000 devices cost a handful of statements. */
+/** Refreshes last_seen_at of connected devices, grouped so that a whole fleet costs a handful of statements. */
 export async function touchLastSeen(db: Kysely<Database>, updates: PresenceUpdate[]): Promise<void> {
   // Devices of one org heard in the same sweep share one timestamp, so group by both.
   const groups = new Map<string, { orgId: string; at: string; ids: string[] }>();
@@ -76,15 +76,12 @@ export interface AckUpdate {
 }
 
 /**
- * Acknowledged offsets only move forward. Each advance is also kept as a row of the ack history
- * (the receipts' "first ack that covered the event"); the gateway coalesces a device's acks into one
- * per flush, so the history grows by at most one row per device per flush interval.
+ * Acknowledged offsets only move forward; each advance is also a row of the ack history (the receipts' first covering ack).
+ * The gateway coalesces a device's acks per flush, so the history grows by at most one row per device per flush.
  */
 export async function recordAcks(handle: DbHandle, acks: AckUpdate[]): Promise<void> {
   if (acks.length === 0) return;
-  // Acks of one flush mostly share their org and offset (every device acks the same frames), and many
-  // their arrival time: one statement per such group, not one per device, so a flush of a thousand
-  // devices' acks costs a few statements.
+  // Acks of one flush mostly share their org, offset and arrival time: one statement per such group, not per device.
   const groups = new Map<string, { orgId: string; offset: number; at: string; deviceIds: string[] }>();
   for (const ack of acks) {
     const key = `${ack.orgId}\u0000${ack.offset}\u0000${ack.at}`;
@@ -131,4 +128,56 @@ export async function revokedSince(db: Kysely<Database>, orgIds: string[], since
     );
   }
   return found;
+}
+
+/** One (event, device) pair of a receipts page, with the event's offset. */
+export interface AckPair {
+  eventId: string;
+  deviceId: string;
+  offset: number;
+}
+
+/**
+ * Pairs per statement: their rows are one compound select, and SQLite allows 500 terms in one.
+ */
+const ACK_PAIRS_PER_STATEMENT = 250;
+
+/**
+ * When each device first acknowledged its event: the time of its ack history's first row that
+ * covered the event's offset, one index seek per pair (on device_id, to_offset); null when none did.
+ * Only the pairs given are read, never every device of every event.
+ */
+export async function firstAckTimes(db: Kysely<Database>, orgId: string, pairs: AckPair[]): Promise<Map<string, string | null>> {
+  const times = new Map<string, string | null>();
+  for (let i = 0; i < pairs.length; i += ACK_PAIRS_PER_STATEMENT) {
+    // The pairs as rows (typed, so PostgreSQL knows what the parameters hold), then one seek each.
+    const rows = pairs
+      .slice(i, i + ACK_PAIRS_PER_STATEMENT)
+      .map((p) =>
+        db.selectNoFrom((eb) => [
+          eb.cast<string>(eb.val(p.eventId), 'text').as('event_id'),
+          eb.cast<string>(eb.val(p.deviceId), 'text').as('device_id'),
+          eb.cast<number>(eb.val(p.offset), 'integer').as('event_offset'),
+        ]),
+      )
+      .reduce((all, row) => all.unionAll(row));
+    const found = await db
+      .selectFrom(rows.as('p'))
+      .select((eb) => [
+        'p.event_id',
+        'p.device_id',
+        eb
+          .selectFrom('device_acks as a')
+          .select('a.acked_at')
+          .whereRef('a.device_id', '=', 'p.device_id')
+          .whereRef('a.to_offset', '>=', 'p.event_offset')
+          .where('a.org_id', '=', orgId)
+          .orderBy('a.to_offset')
+          .limit(1)
+          .as('acked_at'),
+      ])
+      .execute();
+    for (const r of found) times.set(`${r.event_id} ${r.device_id}`, r.acked_at ?? null);
+  }
+  return times;
 }

@@ -1,3 +1,4 @@
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
@@ -14,10 +15,8 @@ import { findDeviceByPrefix } from './repo.js';
 import { type AuthenticatedDevice, createDeviceInput, DEVICE_TOKEN_PATTERN, type DeviceRecord } from './schema.js';
 
 /**
- * How long after the gateway last heard from a connected device it still counts as online. The
- * gateway refreshes `last_seen_at` every heartbeat (25 s) and drops devices silent for 60 s, so a
- * live connection is never older than ~85 s; an instance that crashed stops refreshing and its
- * devices fall offline after this window.
+ * How long after the gateway last heard from a connected device it still counts as online: longer than the gateway's heartbeat
+ * plus its silence timeout, so a live connection never lapses, yet a crashed instance's devices fall offline after it.
  */
 export const ONLINE_WINDOW_MS = 90_000;
 
@@ -85,15 +84,13 @@ function newDeviceRow(orgId: string, name: string): { row: DeviceTable; token: s
 /** At most this many devices are registered by one request (one transaction). */
 export const MAX_DEVICES_PER_REQUEST = 1_000;
 
-/**
- * Registers base stations of one org, all in one transaction (a fleet of 1,000 is one request). Each
- * token is returned once; only its SHA-256 is stored.
- */
+/** Registers base stations of one org in one transaction, so a fleet is one request; each token is returned once, only its SHA-256 is stored. */
 export async function createDevices(
   ctx: AppContext,
   caller: Caller,
   orgId: string,
   names: string[],
+  write: WriteOptions = {},
 ): Promise<{ id: string; token: string; record: DeviceRecord }[]> {
   const parsed = names.map((name) => createDeviceInput.parse({ name }).name);
   return inTransaction(
@@ -111,11 +108,10 @@ export async function createDevices(
       for (const { row } of created) auditDevice(tx, caller, row, 'device.created');
       return created.map(({ row, token }) => ({ id: row.id, token, record: toDeviceRecord(row) }));
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
-/** Registers one base station of an org. */
 export async function createDevice(
   ctx: AppContext,
   caller: Caller,
@@ -138,7 +134,7 @@ async function loadDevice(tx: Pick<Tx, 'db'>, caller: Caller, deviceId: string):
  * Revokes a device: its token stops authenticating at once, and gateways close its open socket at
  * their next revocation check (a few seconds). Revoking twice is a no-op.
  */
-export async function revokeDevice(ctx: AppContext, caller: Caller, deviceId: string): Promise<DeviceRecord> {
+export async function revokeDevice(ctx: AppContext, caller: Caller, deviceId: string, write: WriteOptions = {}): Promise<DeviceRecord> {
   return inTransaction(
     ctx.db,
     async (tx) => {
@@ -149,7 +145,7 @@ export async function revokeDevice(ctx: AppContext, caller: Caller, deviceId: st
       auditDevice(tx, caller, row, 'device.revoked');
       return toDeviceRecord({ ...row, status: 'revoked', revoked_at: revokedAt });
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -157,7 +153,12 @@ export async function revokeDevice(ctx: AppContext, caller: Caller, deviceId: st
  * Gives an active device a new token; the old one stops authenticating at once. A socket already open
  * with the old token stays open (it authenticated when it connected); revoke to cut it.
  */
-export async function rotateDeviceToken(ctx: AppContext, caller: Caller, deviceId: string): Promise<{ token: string; record: DeviceRecord }> {
+export async function rotateDeviceToken(
+  ctx: AppContext,
+  caller: Caller,
+  deviceId: string,
+  write: WriteOptions = {},
+): Promise<{ token: string; record: DeviceRecord }> {
   return inTransaction(
     ctx.db,
     async (tx) => {
@@ -174,7 +175,7 @@ export async function rotateDeviceToken(ctx: AppContext, caller: Caller, deviceI
       auditDevice(tx, caller, row, 'device.token_rotated');
       return { token, record: toDeviceRecord({ ...row, token_prefix: prefix, secret_hash: secretHash }) };
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 

@@ -1,3 +1,4 @@
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation, type Tx } from '../../db/connect.js';
 import { emergencyRecordById } from '../../db/reads.js';
@@ -9,8 +10,9 @@ import { authorize, authorizeCached } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { principalActor, recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
-import { appendEvent, type EmergencyEventType } from '../events/append.js';
-import { decodeCursor, encodeCursor } from '../shared/cursor.js';
+import { appendEvent, type EmergencyEventType } from '../../events/append.js';
+import { CURSOR_SHAPES, decodeCursor, encodeCursor } from '../shared/cursor.js';
+import { textsThatFit } from '../shared/page-bytes.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import { toJson } from '../shared/json.js';
 import type { Actor, Page } from '../shared/schema.js';
@@ -20,13 +22,11 @@ import type { DeclareInput, EmergencyRecord, ListEmergenciesQuery, RecategorizeI
 function actorOf(caller: Caller, person: { id: string; name: string } | undefined): Actor {
   if (person) return { type: 'user', id: person.id, name: person.name };
   const actor = principalActor(caller.principal);
-  return { type: 'api_key', id: actor.id, name: actor.name };
+  // An admin key on the public API acts as itself (extensions §5), as in the audit log.
+  return { type: caller.principal.kind === 'admin_key' ? 'admin_key' : 'api_key', id: actor.id, name: actor.name };
 }
 
-/**
- * Event and audit entry of one transition, recorded in the unit of work that made it, so they
- * commit with the change or not at all.
- */
+/** Event and audit entry of one transition, recorded in its unit of work so that they commit with the change or not at all. */
 function recordTransition(
   writes: Writes,
   caller: Caller,
@@ -106,7 +106,13 @@ function declaredEmergency(caller: Caller, orgId: string, input: DeclareInput, c
   return { emergency, row };
 }
 
-export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: string, input: DeclareInput): Promise<EmergencyRecord> {
+export async function declareEmergency(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  input: DeclareInput,
+  write: WriteOptions = {},
+): Promise<EmergencyRecord> {
   await authorize(ctx, caller, orgId, 'write');
   // Read outside the unit of work: categories are never changed or removed, and a committed one may
   // be cached at once, so the declare itself reads nothing and its writes can be batched.
@@ -121,7 +127,7 @@ export async function declareEmergency(ctx: AppContext, caller: Caller, orgId: s
         });
       },
       emergency,
-      caller.idempotency,
+      write.idempotency,
     );
   } catch (err) {
     if (input.externalId !== undefined && isUniqueViolation(err)) {
@@ -164,7 +170,7 @@ export async function listEmergenciesJson(ctx: AppContext, caller: Caller, orgId
   if (params.since) query = query.where('e.occurred_at', '>=', params.since);
   if (params.until) query = query.where('e.occurred_at', '<', params.until);
   if (params.cursor) {
-    const [occurredAt, id] = decodeCursor(params.cursor, ['string', 'string']) as string[];
+    const [occurredAt, id] = decodeCursor(params.cursor, CURSOR_SHAPES.byOccurrence);
     query = query.where((eb) => eb.or([eb('e.occurred_at', '<', occurredAt!), eb.and([eb('e.occurred_at', '=', occurredAt!), eb('e.id', '<', id!)])]));
   }
   const rows = await query
@@ -173,10 +179,13 @@ export async function listEmergenciesJson(ctx: AppContext, caller: Caller, orgId
     .limit(params.limit + 1)
     .execute();
   const hasMore = rows.length > params.limit;
-  const pageRows = hasMore ? rows.slice(0, params.limit) : rows;
+  const fetched = hasMore ? rows.slice(0, params.limit) : rows;
+  // A page also ends at PAGE_BYTES of records (extensions.md §9: no answer past 1 MiB).
+  const records = fetched.map((r) => r.record ?? '');
+  const pageRows = fetched.slice(0, textsThatFit(records));
   const items = pageRows.map((r) => r.record);
   const last = pageRows.at(-1);
-  const nextCursor = hasMore && last ? encodeCursor([last.occurred_at, last.id]) : null;
+  const nextCursor = (hasMore || pageRows.length < fetched.length) && last ? encodeCursor([last.occurred_at, last.id]) : null;
   return `{"items":[${items.join(',')}],"nextCursor":${JSON.stringify(nextCursor)}}`;
 }
 
@@ -184,16 +193,14 @@ export async function listEmergencies(ctx: AppContext, caller: Caller, orgId: st
   return JSON.parse(await listEmergenciesJson(ctx, caller, orgId, params)) as Page<EmergencyRecord>;
 }
 
-/**
- * Moves the emergency to `categorized` under the named category. Naming the category it already has
- * while categorized changes nothing and emits nothing.
- */
+/** Moves the emergency to `categorized`; naming the category it already has while categorized changes and emits nothing. */
 export async function recategorizeEmergency(
   ctx: AppContext,
   caller: Caller,
   orgId: string,
   emergencyId: string,
   input: RecategorizeInput,
+  write: WriteOptions = {},
 ): Promise<EmergencyRecord> {
   await authorize(ctx, caller, orgId, 'write');
   return ctx.db.unitOfWork(async (tx) => {
@@ -218,12 +225,12 @@ export async function recategorizeEmergency(
       categoryId: category.id,
     });
     return emergency;
-  }, caller.idempotency);
+  }, write.idempotency);
 }
 
 /**
- * Resolves the emergency. `created` is false when it was already resolved: REST answers that
- * idempotently with the existing resolution, the tool server reports it as an error.
+ * `created` is false when the emergency was already resolved: REST answers that idempotently with the existing resolution,
+ * the tool server reports it as an error.
  */
 export async function resolveEmergency(
   ctx: AppContext,
@@ -231,6 +238,7 @@ export async function resolveEmergency(
   orgId: string,
   emergencyId: string,
   input: ResolveInput,
+  write: WriteOptions = {},
 ): Promise<{ emergency: EmergencyRecord; created: boolean }> {
   await authorize(ctx, caller, orgId, 'write');
   return ctx.db.unitOfWork(async (tx) => {
@@ -262,5 +270,5 @@ export async function resolveEmergency(
       ...(input.metadata ? { resolutionMetadata: input.metadata } : {}),
     });
     return { emergency, created: true };
-  }, caller.idempotency);
+  }, write.idempotency);
 }

@@ -3,7 +3,8 @@ import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { existingEmergencyId } from '../emergencies/not-found.js';
-import { decodeCursor, encodeCursor } from '../shared/cursor.js';
+import { CURSOR_SHAPES, decodeCursor, encodeCursor } from '../shared/cursor.js';
+import { textsThatFit } from '../shared/page-bytes.js';
 import { isUuid } from '../shared/ids.js';
 import type { EmergencyEventsQuery, ListEventsQuery } from './schema.js';
 
@@ -17,11 +18,17 @@ interface StoredItem {
   payload: string;
 }
 
+/** `{"offset":N,"event":}` around each envelope, N at most 10 digits. */
+const ITEM_WRAPPING_BYTES = 32;
+
 function pageJson(rows: StoredItem[], limit: number, cursorOf: (row: StoredItem) => (string | number)[], lastOffset?: number): string {
   const hasMore = rows.length > limit;
-  const page = hasMore ? rows.slice(0, limit) : rows;
+  const fetched = hasMore ? rows.slice(0, limit) : rows;
+  // A page also ends at PAGE_BYTES of items (extensions.md §9: no answer past 1 MiB).
+  const payloads = fetched.map((r) => r.payload);
+  const page = fetched.slice(0, textsThatFit(payloads, ITEM_WRAPPING_BYTES));
   const items = page.map((r) => `{"offset":${Number(r.stream_offset)},"event":${r.payload}}`).join(',');
-  const nextCursor = hasMore ? JSON.stringify(encodeCursor(cursorOf(page[page.length - 1]!))) : 'null';
+  const nextCursor = hasMore || page.length < fetched.length ? JSON.stringify(encodeCursor(cursorOf(page[page.length - 1]!))) : 'null';
   return `{"items":[${items}],"nextCursor":${nextCursor}${lastOffset === undefined ? '' : `,"lastOffset":${lastOffset}`}}`;
 }
 
@@ -38,7 +45,7 @@ async function streamBounds(ctx: AppContext, orgId: string): Promise<{ lastOffse
  */
 export async function listEventsJson(ctx: AppContext, caller: Caller, orgId: string, params: ListEventsQuery): Promise<string> {
   const org = await authorize(ctx, caller, orgId, 'read');
-  const after = params.cursor ? (decodeCursor(params.cursor, ['number'])[0] as number) : params.after;
+  const after = params.cursor ? decodeCursor(params.cursor, CURSOR_SHAPES.streamOffset)[0] : params.after;
   let query = ctx.db.db.selectFrom('events').select(['stream_offset', 'payload']).where('org_id', '=', org.id).where('stream_offset', '>', after);
   if (params.eventType) query = query.where('event_type', 'in', params.eventType);
   if (params.emergencyId !== undefined) {
@@ -70,7 +77,7 @@ export async function listEmergencyEventsJson(
   const org = await authorize(ctx, caller, orgId, 'read');
   const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   let query = ctx.db.db.selectFrom('events').select(['stream_offset', 'payload', 'sequence']).where('org_id', '=', org.id).where('emergency_id', '=', id);
-  if (params.cursor) query = query.where('sequence', '>', decodeCursor(params.cursor, ['number'])[0] as number);
+  if (params.cursor) query = query.where('sequence', '>', decodeCursor(params.cursor, CURSOR_SHAPES.sequence)[0]);
   const rows = await query
     .orderBy('sequence')
     .limit(params.limit + 1)

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { cursorParam, timestamp, uuid } from '../shared/schema.js';
+import { PAGE_BYTES } from '../shared/page-bytes.js';
+import { cursorParam, INT4_MAX, timestamp, uuid } from '../shared/schema.js';
 
 export const EVENT_TYPES = ['emergency.declared', 'emergency.categorized', 'emergency.resolved'] as const;
 
@@ -24,7 +25,12 @@ export const feedItem = z.object({
 
 export const eventPage = z.object({
   items: z.array(feedItem),
-  nextCursor: z.string().nullable().describe('Non-null when more items exist now: pass it as `cursor` (then `after` is ignored).'),
+  nextCursor: z
+    .string()
+    .nullable()
+    .describe(
+      `Non-null when more items exist now: pass it as \`cursor\` (then \`after\` is ignored). A page ends before \`limit\` once its items reach ${PAGE_BYTES / 1024} KiB.`,
+    ),
   lastOffset: z.number().int().describe('The organization\'s newest offset: where "now" is for a poller.'),
 });
 
@@ -55,9 +61,9 @@ export const listEventsQuery = z.object({
     .number({ message: 'must be a non-negative integer offset' })
     .int('must be a non-negative integer offset')
     .min(0, 'must be a non-negative integer offset')
-    .max(Number.MAX_SAFE_INTEGER, 'must be a non-negative integer offset')
+    .max(INT4_MAX, 'must be a non-negative integer offset no larger than 2147483647')
     .default(0)
-    .describe('Return events after this offset (default 0: from the oldest retained).'),
+    .describe('Return events after this offset, 0..2147483647 (default 0: from the oldest retained).'),
   cursor: cursorParam.optional(),
   limit: feedLimit,
   eventType: eventTypeList.optional(),
@@ -73,7 +79,7 @@ export const streamQuery = z.object({
     .number({ message: 'must be a non-negative integer offset' })
     .int('must be a non-negative integer offset')
     .min(0, 'must be a non-negative integer offset')
-    .max(Number.MAX_SAFE_INTEGER, 'must be a non-negative integer offset')
+    .max(INT4_MAX, 'must be a non-negative integer offset no larger than 2147483647')
     .optional()
-    .describe('Start after this offset (a resume); default: the Last-Event-ID header, else only events from now on.'),
+    .describe('Start after this offset, 0..2147483647 (a resume); default: the Last-Event-ID header, else only events from now on.'),
 });

@@ -21,6 +21,12 @@ export class KeyAuthenticator {
     return kind ? kind.authenticate(plaintext!) : null;
   }
 
+  /** The verdict on the key as stored now, read past the cache (see CachedKeyVerifier.authenticateFresh). */
+  async authenticateFresh(plaintext: string | undefined): Promise<Principal | null> {
+    const kind = this.kindOf(plaintext);
+    return kind ? kind.authenticateFresh(plaintext!) : null;
+  }
+
   /** The verdict without waiting when the key is cached (the hot path); undefined when it must be read first. */
   authenticateCached(plaintext: string | undefined): Principal | null | undefined {
     const kind = this.kindOf(plaintext);

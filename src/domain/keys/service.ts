@@ -1,3 +1,4 @@
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
@@ -7,7 +8,7 @@ import { recordAudit } from '../audit/record.js';
 import { AppError } from '../../errors.js';
 import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
 import { BY_CREATION, keysetPage } from '../shared/cursor.js';
-import { isUuid, newId, nowIso } from '../shared/ids.js';
+import { isUuid, newId, normalizeId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { placeOfSubject, subjectWithin } from '../tenancy/places.js';
 import { fromJson, toJson } from '../shared/json.js';
@@ -90,8 +91,8 @@ async function insertKey(tx: Tx, spec: KeySpec): Promise<{ row: ApiKeyTable; pla
     secret_hash: sha256(plaintext).toString('hex'),
     name: spec.name,
     subject_type: spec.subjectType,
-    subject_id: spec.subjectId,
-    allowed_org_ids: toJson(spec.allowedOrgIds ?? null),
+    subject_id: normalizeId(spec.subjectId),
+    allowed_org_ids: toJson(spec.allowedOrgIds?.map(normalizeId) ?? null),
     permissions: [...new Set(spec.permissions)].sort().join(','),
     active_until: spec.activeUntil ?? null,
     status: 'active',
@@ -104,19 +105,24 @@ async function insertKey(tx: Tx, spec: KeySpec): Promise<{ row: ApiKeyTable; pla
 }
 
 /** Mints an API key for a subject within the caller's; the key is returned once, only its SHA-256 is stored. */
-export async function createApiKey(ctx: AppContext, caller: Caller, spec: KeySpec): Promise<{ id: string; key: string; record: KeyRecord }> {
+export async function createApiKey(
+  ctx: AppContext,
+  caller: Caller,
+  spec: KeySpec,
+  write: WriteOptions = {},
+): Promise<{ id: string; key: string; record: KeyRecord }> {
   return inTransaction(
     ctx.db,
     async (tx) => {
       requireReach(caller, await placeOfSubject(tx.db, spec.subjectType, spec.subjectId));
-      const { row, plaintext } = await insertKey(tx, { ...spec, subjectId: spec.subjectId.toLowerCase() });
+      const { row, plaintext } = await insertKey(tx, spec);
       await auditKeyEvent(tx, caller, row, 'api_key.created', {
-        subject: { type: spec.subjectType, id: spec.subjectId },
+        subject: { type: row.subject_type, id: row.subject_id },
         permissions: spec.permissions,
       });
       return { id: row.id, key: plaintext, record: toKeyRecord(row) };
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -132,7 +138,7 @@ export async function getApiKey(ctx: AppContext, caller: Caller, keyId: string):
   return toKeyRecord(await loadKey(ctx.db, caller, keyId));
 }
 
-export async function revokeApiKey(ctx: AppContext, caller: Caller, keyId: string): Promise<KeyRecord> {
+export async function revokeApiKey(ctx: AppContext, caller: Caller, keyId: string, write: WriteOptions = {}): Promise<KeyRecord> {
   return inTransaction(
     ctx.db,
     async (tx) => {
@@ -141,7 +147,7 @@ export async function revokeApiKey(ctx: AppContext, caller: Caller, keyId: strin
       await auditKeyEvent(tx, caller, row, 'api_key.revoked', {});
       return toKeyRecord({ ...row, status: 'inactive' });
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -151,6 +157,7 @@ export async function rotateApiKey(
   caller: Caller,
   keyId: string,
   graceMs = ROTATION_GRACE_MS,
+  write: WriteOptions = {},
 ): Promise<{ id: string; key: string; previousKeyExpiresAt: string; record: KeyRecord }> {
   return inTransaction(
     ctx.db,
@@ -171,7 +178,7 @@ export async function rotateApiKey(
       await auditKeyEvent(tx, caller, old, 'api_key.rotated', { successorKeyId: row.id, previousKeyExpiresAt: expiresAt });
       return { id: row.id, key: plaintext, previousKeyExpiresAt: expiresAt, record: toKeyRecord(row) };
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 

@@ -52,7 +52,19 @@ export class CachedKeyVerifier<Row> {
   async authenticate(plaintext: string): Promise<Principal | null> {
     const cached = this.authenticateCached(plaintext);
     if (cached !== undefined) return cached;
-    const prefix = this.kind.pattern.exec(plaintext)![1]!;
+    return this.read(plaintext, this.kind.pattern.exec(plaintext)![1]!);
+  }
+
+  /**
+   * The verdict on the row as stored now, for a credential that stays in use (a live stream), so that a revocation, expiry or
+   * change made by any process is seen at once. The row read replaces the cached one.
+   */
+  async authenticateFresh(plaintext: string): Promise<Principal | null> {
+    const match = this.kind.pattern.exec(plaintext);
+    return match ? this.read(plaintext, match[1]!) : null;
+  }
+
+  private async read(plaintext: string, prefix: string): Promise<Principal | null> {
     const now = Date.now();
     const row = await this.kind.lookup(prefix);
     if (!row) {

@@ -3,8 +3,9 @@ import { AppError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { existingEmergencyId } from '../emergencies/not-found.js';
-import { BY_CREATION, keysetPage } from '../shared/cursor.js';
+import { BY_CREATION, encodeCursor, keysetPage } from '../shared/cursor.js';
 import { isUuid } from '../shared/ids.js';
+import { itemsThatFit } from '../shared/page-bytes.js';
 import type { Page } from '../shared/schema.js';
 import { toMessageRecord } from './repo.js';
 import type { MessageRecord } from './schema.js';
@@ -39,22 +40,22 @@ export async function listMessages(
           )
           .orderBy('position')
           .execute();
-  return {
-    items: page.items.map((m) =>
-      toMessageRecord(
-        ctx.config,
-        m,
-        attachments.filter((a) => a.message_id === m.id),
-      ),
+  const items = page.items.map((m) =>
+    toMessageRecord(
+      ctx.config,
+      m,
+      attachments.filter((a) => a.message_id === m.id),
     ),
-    nextCursor: page.nextCursor,
-  };
+  );
+  // Attachments count toward the page's size budget too (extensions.md §9): cut again once they are in.
+  const kept = itemsThatFit(items);
+  if (kept === items.length) return { items, nextCursor: page.nextCursor };
+  return { items: items.slice(0, kept), nextCursor: encodeCursor(BY_CREATION.keyOf(page.items[kept - 1]!)) };
 }
 
 /**
- * `GET .../attachments/{attachment_id}/content`: the stored bytes of an inline attachment, for clients
- * that have no public media URL (ATTACHMENT_PUBLIC_BASE_URL unset), e.g. the console's thumbnails.
- * A link attachment has no stored bytes: 404, its `url` is where it lives.
+ * `GET .../attachments/{attachment_id}/content`: an inline attachment's bytes, for clients without a public media URL (e.g. the
+ * console's thumbnails). A link attachment has none: 404, its `url` is where it lives.
  */
 export async function attachmentContent(
   ctx: AppContext,

@@ -12,16 +12,10 @@ export async function emergencyExists(db: Kysely<Database>, orgId: string, emerg
   return row !== undefined;
 }
 
-/**
- * Conversation ids by org and emergency. A conversation is never changed or deleted once committed,
- * so a hit answers without a read; only committed ids go in (see rememberConversation).
- */
+/** Conversation ids by org and emergency: a committed conversation never changes, so a hit answers without a read (see rememberConversation). */
 const conversations = new LRUCache<string, string>({ max: 50_000 });
 
-/**
- * The emergency's conversation id, when a message was posted before. Only an existing emergency has
- * one, so finding it also proves the emergency exists.
- */
+/** The emergency's conversation id, when a message was posted before; finding it also proves the emergency exists. */
 export async function findConversation(db: Kysely<Database>, orgId: string, emergencyId: string): Promise<string | undefined> {
   const cached = conversations.get(`${orgId}/${emergencyId}`);
   if (cached) return cached;

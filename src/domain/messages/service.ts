@@ -1,3 +1,4 @@
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import { createHash } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { isUniqueViolation } from '../../db/connect.js';
@@ -21,9 +22,8 @@ export interface PostedMessage {
 }
 
 /**
- * Posts a message into the emergency's conversation (created on demand). Every attachment is checked
- * first; inline bytes are then stored, and only after that is the message written, with its audit
- * entry, in one transaction. A storage failure therefore leaves no message behind.
+ * Posts a message into the emergency's conversation. Attachments are checked, then stored, and only then is the message written
+ * with its audit entry in one transaction, so a storage failure leaves no message behind.
  */
 export async function postMessage(
   ctx: AppContext,
@@ -31,6 +31,7 @@ export async function postMessage(
   orgIdParam: string,
   emergencyIdParam: string,
   input: PostMessageInput,
+  write: WriteOptions = {},
 ): Promise<PostedMessage> {
   const orgId = (await authorize(ctx, caller, orgIdParam, 'write')).id;
   const emergencyId = emergencyIdParam.toLowerCase();
@@ -81,7 +82,7 @@ export async function postMessage(
       // transaction: its rows are recorded and written as one unit (one statement on PostgreSQL).
       if (knownConversation && !seen.staleMessageId) {
         const { message, attachments, dedupe, posted } = newMessage(knownConversation);
-        await ctx.db.commit((writes) => recordPost(writes, caller, message, attachments, dedupe), posted, caller.idempotency);
+        await ctx.db.commit((writes) => recordPost(writes, caller, message, attachments, dedupe), posted, write.idempotency);
         return posted;
       }
       return await ctx.db.unitOfWork(async (tx) => {
@@ -100,7 +101,7 @@ export async function postMessage(
         const { message, attachments, dedupe, posted } = newMessage(knownConversation ?? (await ensureConversation(tx, orgId, emergencyId)));
         recordPost(tx, caller, message, attachments, dedupe);
         return posted;
-      }, caller.idempotency);
+      }, write.idempotency);
     } catch (err) {
       if (!dedupeKey || attempt >= 3 || !isUniqueViolation(err)) throw err;
       seen = await dedupeState(ctx, ctx.db.db, orgId, dedupeKey);

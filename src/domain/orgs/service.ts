@@ -1,3 +1,4 @@
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { inTransaction } from '../../db/connect.js';
@@ -5,7 +6,7 @@ import type { EnterpriseTable, OrgTable, PartnerTable } from '../../db/types.js'
 import { adminSubjectOf, requireInstance, requireReach } from '../access/admin-scope.js';
 import type { Caller } from '../access/principal.js';
 import { insertCategory, UNCATEGORIZED } from '../categories/service.js';
-import { keysetPage } from '../shared/cursor.js';
+import { CURSOR_SHAPES, keysetPage } from '../shared/cursor.js';
 import { newId, nowIso } from '../shared/ids.js';
 import { type Page, pageOf, timestamp, uuid } from '../shared/schema.js';
 import { placeOfEnterprise, placeOfOrg, placeOfPartner } from '../tenancy/places.js';
@@ -36,10 +37,10 @@ const toOrg = (r: Pick<OrgTable, 'id' | 'enterprise_id' | 'name' | 'created_at'>
 type PageParams = { cursor?: string; limit: number };
 
 /** Every tenancy list is ordered by name, then id. */
-const BY_NAME = { sort: 'name', keyOf: (r: { name: string; id: string }): [string, string] => [r.name, r.id] };
+const BY_NAME = { sort: 'name', keyOf: (r: { name: string; id: string }): [string, string] => [r.name, r.id], cursor: CURSOR_SHAPES.byName };
 
 /** Only keys of the whole instance create partners. */
-export async function createPartner(ctx: AppContext, caller: Caller, raw: unknown): Promise<PartnerRecord> {
+export async function createPartner(ctx: AppContext, caller: Caller, raw: unknown, write: WriteOptions = {}): Promise<PartnerRecord> {
   requireInstance(caller);
   const { name } = nameInput.parse(raw);
   return inTransaction(
@@ -49,7 +50,7 @@ export async function createPartner(ctx: AppContext, caller: Caller, raw: unknow
       await tx.db.insertInto('partners').values(row).execute();
       return toPartner(row);
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -62,7 +63,7 @@ export async function listPartners(ctx: AppContext, caller: Caller, params: Page
   return keysetPage(query, BY_NAME, params, toPartner);
 }
 
-export async function createEnterprise(ctx: AppContext, caller: Caller, partnerId: string, raw: unknown): Promise<EnterpriseRecord> {
+export async function createEnterprise(ctx: AppContext, caller: Caller, partnerId: string, raw: unknown, write: WriteOptions = {}): Promise<EnterpriseRecord> {
   const { name } = nameInput.parse(raw);
   return inTransaction(
     ctx.db,
@@ -73,7 +74,7 @@ export async function createEnterprise(ctx: AppContext, caller: Caller, partnerI
       await tx.db.insertInto('enterprises').values(row).execute();
       return toEnterprise(row);
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -88,7 +89,7 @@ export async function listEnterprises(ctx: AppContext, caller: Caller, partnerId
 }
 
 /** Creates an organization together with its system category Uncategorized. */
-export async function createOrg(ctx: AppContext, caller: Caller, enterpriseId: string, raw: unknown): Promise<OrgRecord> {
+export async function createOrg(ctx: AppContext, caller: Caller, enterpriseId: string, raw: unknown, write: WriteOptions = {}): Promise<OrgRecord> {
   const { name } = nameInput.parse(raw);
   return inTransaction(
     ctx.db,
@@ -108,7 +109,7 @@ export async function createOrg(ctx: AppContext, caller: Caller, enterpriseId: s
       await insertCategory(tx, { orgId: row.id, ...UNCATEGORIZED, isSystem: true });
       return toOrg(row);
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 

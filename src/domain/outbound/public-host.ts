@@ -1,9 +1,8 @@
 import ipaddr from 'ipaddr.js';
 
 /**
- * The one policy for every URL the service hands out or calls: link attachments (shown to people and
- * devices) and webhook targets (called by the dispatcher). A host passes only when it is a public DNS
- * name or a globally routable unicast address.
+ * The one policy for every URL the service hands out or calls (link attachments, webhook targets): a host passes only when it
+ * is a public DNS name or a globally routable unicast address.
  */
 
 // The only IPv6 space allocated for global unicast; everything outside it is special-purpose, among
@@ -11,17 +10,14 @@ import ipaddr from 'ipaddr.js';
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
 /**
- * Names that never denote a public host: `localhost` (RFC 6761), mDNS `.local`, the private-use
- * `.internal` (cloud metadata services live there), `.home.arpa` (RFC 8375), common LAN suffixes and
- * the reverse-lookup zones.
+ * Names that never denote a public host: `localhost`, mDNS `.local`, the private-use `.internal` (where cloud metadata
+ * services live), `.home.arpa`, common LAN suffixes and the reverse-lookup zones.
  */
 const PRIVATE_SUFFIXES = ['localhost', 'local', 'internal', 'home.arpa', 'localdomain', 'lan', 'intranet', 'in-addr.arpa', 'ip6.arpa'];
 
 /**
- * Why an IP address (IPv4, or IPv6 without brackets) is not public, or null when it is. Loopback,
- * private, link-local, carrier-grade NAT, multicast, reserved and documentation ranges are refused;
- * in IPv6 everything outside 2000::/3 and the tunnelling prefixes inside it that can embed a private
- * IPv4 address (6to4, Teredo); an IPv4-mapped address is judged by the IPv4 address it carries.
+ * Why an IP address (IPv4, or IPv6 without brackets) is not public, or null: special-purpose ranges are refused, among them IPv6
+ * outside 2000::/3 and the 6to4 and Teredo prefixes that can embed a private IPv4 address; an IPv4-mapped one is judged by its IPv4.
  */
 export function addressRefusal(address: string): string | null {
   if (!ipaddr.isValid(address)) return `"${address}" is not an IP address.`;
@@ -49,8 +45,7 @@ export function hostOf(url: URL): { host: string; isIp: boolean } {
 }
 
 /**
- * Why the host of a parsed URL is not public, or null when it is. The WHATWG parser has already
- * normalised IPv4 in decimal, octal or hex forms (`2130706433`, `0177.0.0.1`, `0x7f.1`) to dotted quads.
+ * Why the host of a parsed URL is not public, or null; the URL parser has already normalised decimal, octal or hex IPv4 forms.
  * Names are not resolved here (they may change): callers that connect check the resolved address too.
  */
 export function hostRefusal(url: URL): string | null {

@@ -7,11 +7,8 @@ let lastMs = 0;
 let counter = 0;
 
 /**
- * A new UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, a 12-bit counter that keeps ids of one
- * process increasing within a millisecond, and 62 random bits. Time-ordered ids are appended at the
- * end of every primary-key and id index instead of landing on a random B-tree page, so a write
- * touches (and the WAL stores) far fewer pages than with random v4 ids. The 62 random bits keep ids
- * unguessable; the contract allows v4 and v7.
+ * A new UUIDv7 (RFC 9562): time-ordered ids append to the end of every id index instead of landing on random B-tree pages, so
+ * a write touches far fewer pages; the random bits keep ids unguessable (the contract allows v4 and v7).
  */
 export function newId(): string {
   let ms = Date.now();
@@ -64,13 +61,15 @@ export const isUuid = (value: string): boolean => uuidPattern.test(value);
 /** Org ids are UUIDs compared case-insensitively: every surface normalises them to lower case once, on entry. */
 export const normalizeOrgId = (value: string): string => (isUuid(value) ? value.toLowerCase() : value);
 
+/** Partner, enterprise and other ids follow the same rule (subjects of keys and webhooks, allowedOrgIds). */
+export const normalizeId = normalizeOrgId;
+
 let isoMs = -1;
 let isoText = '';
 
 /**
- * Timestamps leave the service as ISO-8601 UTC with milliseconds. A declare takes several within the
- * same millisecond, and so do the requests of one busy millisecond: the text is built once per
- * millisecond (Date's toISOString is a measurable share of a declare's own CPU).
+ * Timestamps leave the service as ISO-8601 UTC with milliseconds. The text is built once per millisecond, since a declare takes
+ * several within one, as do the requests of a busy one.
  */
 export function nowIso(): string {
   const ms = Date.now();

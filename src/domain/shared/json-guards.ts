@@ -1,7 +1,6 @@
 /**
- * Guards for decoded JSON input, run before schema validation on every surface (REST bodies, query
- * strings and path parameters, tool arguments). Both walk the value with an explicit stack, never by
- * recursion, so a hostile nesting depth cannot overflow the call stack.
+ * Guards for decoded JSON input, run before schema validation on every surface. Both walk the value with an explicit stack, so
+ * a hostile nesting depth cannot overflow the call stack.
  */
 
 /** The deepest JSON nesting a request body may have anywhere (objects and arrays). */

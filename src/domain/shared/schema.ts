@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PAGE_BYTES } from './page-bytes.js';
 
 /** Date.parse rolls 2026-02-31 over to March; the parts must name a real date and time. */
 function isRealDateTime(value: string): boolean {
@@ -31,7 +32,27 @@ export const limitParam = z.coerce
   .default(50)
   .describe('Page size, 1..200 (default 50).');
 
-export const cursorParam = z.string().min(1).max(1024).describe('The `nextCursor` of the previous page.');
+/** The largest value of an `integer` column on PostgreSQL: offsets and sequences past it cannot exist. */
+export const INT4_MAX = 2 ** 31 - 1;
+
+/** Longest `cursor` accepted: room for the longest sort values the service stores, even fully escaped. */
+export const MAX_CURSOR_LENGTH = 4096;
+export const CURSOR_INVALID_MESSAGE = 'is not a cursor returned by this endpoint; pass the nextCursor of the previous page unchanged';
+
+/** A cursor that is empty or too long is refused like any other that the service did not hand out. */
+export const cursorParam = z
+  .string()
+  .refine((value) => value.length >= 1 && value.length <= MAX_CURSOR_LENGTH, {
+    message: CURSOR_INVALID_MESSAGE,
+    params: { type: 'cursor_invalid' },
+  })
+  .meta({
+    minLength: 1,
+    maxLength: MAX_CURSOR_LENGTH,
+    description:
+      'The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, ' +
+      'or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`.',
+  });
 
 export const actorInput = z.strictObject({
   id: z.string().min(1).max(256).describe('Identifier of the person in your system.'),
@@ -39,7 +60,9 @@ export const actorInput = z.strictObject({
 });
 
 export const actorOutput = z.object({
-  type: z.enum(['api_key', 'user']).describe('`api_key` when the key itself acted; `user` when a person was named.'),
+  type: z
+    .enum(['api_key', 'admin_key', 'user'])
+    .describe('`api_key` when the key itself acted, `admin_key` when an admin key did; `user` when a person was named.'),
   id: z.string(),
   name: z.string(),
 });
@@ -48,7 +71,7 @@ export type Actor = z.infer<typeof actorOutput>;
 
 export function pageOf<T extends z.ZodType>(item: T) {
   return z.object({
-    items: z.array(item),
+    items: z.array(item).describe(`At most \`limit\` items; fewer when they reach ${PAGE_BYTES / 1024} KiB, so that no answer exceeds 1 MiB.`),
     nextCursor: z.string().nullable().describe('Pass as `cursor` to fetch the next page; null on the last page.'),
   });
 }

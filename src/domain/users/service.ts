@@ -1,3 +1,4 @@
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import { AppError } from '../../errors.js';
@@ -5,13 +6,13 @@ import { requireReach } from '../access/admin-scope.js';
 import { placeOfOrg } from '../tenancy/places.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
-import { decodeCursor, paginate } from '../shared/cursor.js';
+import { CURSOR_SHAPES, decodeCursor, paginate } from '../shared/cursor.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { userCreateInput, type UserItem, userUpdateInput } from './schema.js';
 
 /** Adds a user to an organization; the email is unique within it (409 conflict). */
-export async function createUser(ctx: AppContext, caller: Caller, orgId: string, raw: unknown): Promise<UserItem> {
+export async function createUser(ctx: AppContext, caller: Caller, orgId: string, raw: unknown, write: WriteOptions = {}): Promise<UserItem> {
   const input = userCreateInput.parse(raw);
   return inTransaction(
     ctx.db,
@@ -41,12 +42,12 @@ export async function createUser(ctx: AppContext, caller: Caller, orgId: string,
         .execute();
       return loadUser(tx, place.orgId, id);
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
 /** Changes a user's names, email, phone, role, access level or status. */
-export async function updateUser(ctx: AppContext, caller: Caller, orgId: string, userId: string, raw: unknown): Promise<UserItem> {
+export async function updateUser(ctx: AppContext, caller: Caller, orgId: string, userId: string, raw: unknown, write: WriteOptions = {}): Promise<UserItem> {
   const input = userUpdateInput.parse(raw);
   return inTransaction(
     ctx.db,
@@ -69,7 +70,7 @@ export async function updateUser(ctx: AppContext, caller: Caller, orgId: string,
       await tx.db.updateTable('users').set(changes).where('org_id', '=', place.orgId).where('id', '=', id).execute();
       return loadUser(tx, place.orgId, id);
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -125,7 +126,7 @@ export async function listUsers(ctx: AppContext, caller: Caller, orgId: string, 
   const org = await authorize(ctx, caller, orgId, 'read');
   let query = usersWithTree(ctx.db.db).where('u.org_id', '=', org.id);
   if (params.cursor) {
-    const [last, first, id] = decodeCursor(params.cursor, ['string', 'string', 'string']) as string[];
+    const [last, first, id] = decodeCursor(params.cursor, CURSOR_SHAPES.users);
     query = query.where((eb) =>
       eb.or([
         eb('u.last_name', '>', last!),

@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { Database, WebhookDeliveryTable, WebhookSubscriptionTable } from '../../db/types.js';
+import type { Database, WebhookSubscriptionTable } from '../../db/types.js';
 import type { OrgScope } from '../orgs/scope.js';
-import { newId } from '../shared/ids.js';
 import { fromJson } from '../shared/json.js';
 
 type Db = Kysely<Database>;
@@ -43,26 +42,4 @@ export function subscriptionWants(sub: WebhookSubscriptionTable, orgId: string, 
 
 export async function findSubscription(db: Db, id: string): Promise<WebhookSubscriptionTable | undefined> {
   return db.selectFrom('webhook_subscriptions').selectAll().where('id', '=', id.toLowerCase()).executeTakeFirst();
-}
-
-/** A delivery of `event` to one subscription, due now: what fan-out and replay both queue. */
-export function pendingDelivery(subscriptionId: string, orgId: string, event: { id: string; event_type: string }, now: string): WebhookDeliveryTable {
-  return {
-    id: newId(),
-    subscription_id: subscriptionId,
-    org_id: orgId,
-    event_id: event.id,
-    event_type: event.event_type,
-    payload: null,
-    status: 'pending',
-    attempt_count: 0,
-    next_attempt_at: now,
-    claimed_until: null,
-    claimed_by: null,
-    last_response_code: null,
-    last_error: null,
-    created_at: now,
-    updated_at: now,
-    completed_at: null,
-  };
 }

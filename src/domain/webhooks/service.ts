@@ -1,3 +1,4 @@
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { WebhookSubscriptionTable } from '../../db/types.js';
@@ -5,12 +6,13 @@ import type { Caller } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { AppError } from '../../errors.js';
 import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
-import { BY_CREATION, decodeCursor, keysetPage, paginate } from '../shared/cursor.js';
-import { isUuid, newId, nowIso } from '../shared/ids.js';
+import { BY_CREATION, CURSOR_SHAPES, decodeCursor, keysetPage, paginate } from '../shared/cursor.js';
+import { isUuid, newId, normalizeId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { placeOfSubject, subjectWithin } from '../tenancy/places.js';
 import { fromJson, toJson } from '../shared/json.js';
-import { coveredOrgIds, findSubscription, pendingDelivery } from './repo.js';
+import { deleteQueueOf, deliveriesPage, deliveryCounts, latestAttempts, pendingDelivery, recentAttempts, requeueDelivery } from '../../delivery/queue.js';
+import { coveredOrgIds, findSubscription } from './repo.js';
 import { type SubscriptionRecord, type SubscriptionSpec, toSubscriptionRecord, WEBHOOK_EVENT_TYPES } from './schema.js';
 import { mintWebhookSecret } from './signing.js';
 import { checkWebhookUrl } from '../outbound/webhook-url.js';
@@ -22,18 +24,37 @@ export const REPLAY_MAX_EVENTS = 10_000;
 /** The caller recorded in the audit log when the delivery worker itself disables a subscription. */
 export const dispatcherCaller = (): Caller => ({ principal: { kind: 'operator', name: 'webhook dispatcher' }, requestId: null });
 
-/** Writes one `webhook.*` audit entry in every organization the subscription covers. */
-async function auditWebhookEvent(tx: Tx, caller: Caller, row: WebhookSubscriptionTable, eventType: string, details: Record<string, unknown> = {}) {
-  for (const orgId of await coveredOrgIds(tx.db, row.subject_type, row.subject_id, fromJson<string[]>(row.allowed_org_ids))) {
+/**
+ * Writes one `webhook.*` audit entry in every organization the subscription covers (and in `alsoOrgIds`).
+ * Details given per org let an entry say how the subscription concerns that org alone.
+ */
+async function auditWebhookEvent(
+  tx: Tx,
+  caller: Caller,
+  row: WebhookSubscriptionTable,
+  eventType: string,
+  details: Record<string, unknown> | ((orgId: string) => Record<string, unknown>) = {},
+  alsoOrgIds: string[] = [],
+) {
+  const covered = await coveredOrgIds(tx.db, row.subject_type, row.subject_id, fromJson<string[]>(row.allowed_org_ids));
+  for (const orgId of new Set([...covered, ...alsoOrgIds])) {
     recordAudit(tx, caller, {
       orgId,
       eventCategory: 'webhook',
       eventType,
       resource: { type: 'webhook_subscription', id: row.id },
       // The URL's origin only: subscribers sometimes put tokens in the path or query.
-      details: { origin: new URL(row.url).origin, ...details },
+      details: { origin: new URL(row.url).origin, ...(typeof details === 'function' ? details(orgId) : details) },
     });
   }
+}
+
+/**
+ * allowedOrgIds as one org's audit log shows them: null (every org of the subject), or the list narrowed
+ * to that org ([] once it is left out), so no org's log names another org.
+ */
+function allowedOrgIdsSeenBy(orgId: string, allowed: string[] | null): string[] | null {
+  return allowed === null ? null : allowed.filter((id) => id === orgId);
 }
 
 /** The subscription, when it exists and its subject lies within the caller's (else 404 / 403). */
@@ -70,6 +91,7 @@ export async function createSubscription(
   ctx: AppContext,
   caller: Caller,
   spec: SubscriptionSpec,
+  write: WriteOptions = {},
 ): Promise<{ id: string; secret: string; record: SubscriptionRecord }> {
   const url = validateSpec(ctx, spec);
   return inTransaction(
@@ -80,8 +102,8 @@ export async function createSubscription(
       const row: WebhookSubscriptionTable = {
         id: newId(),
         subject_type: spec.subjectType,
-        subject_id: spec.subjectId.toLowerCase(),
-        allowed_org_ids: toJson(spec.allowedOrgIds ?? null),
+        subject_id: normalizeId(spec.subjectId),
+        allowed_org_ids: toJson(spec.allowedOrgIds?.map(normalizeId) ?? null),
         url,
         event_types: toJson(spec.eventTypes ? [...new Set(spec.eventTypes)] : null),
         secret: mintWebhookSecret(),
@@ -100,7 +122,7 @@ export async function createSubscription(
       });
       return { id: row.id, secret: row.secret, record: toSubscriptionRecord(row) };
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -110,6 +132,7 @@ export async function updateSubscription(
   caller: Caller,
   id: string,
   changes: { url?: string; allowedOrgIds?: string[] | null; eventTypes?: SubscriptionSpec['eventTypes'] },
+  write: WriteOptions = {},
 ): Promise<SubscriptionRecord> {
   const url = changes.url === undefined ? undefined : checkedUrl(ctx, changes.url);
   checkEventTypes(changes.eventTypes);
@@ -119,19 +142,26 @@ export async function updateSubscription(
       const row = await loadSubscription(tx, caller, id);
       const set = {
         ...(url !== undefined ? { url } : {}),
-        ...(changes.allowedOrgIds !== undefined ? { allowed_org_ids: toJson(changes.allowedOrgIds) } : {}),
+        ...(changes.allowedOrgIds !== undefined ? { allowed_org_ids: toJson(changes.allowedOrgIds?.map(normalizeId) ?? null) } : {}),
         ...(changes.eventTypes !== undefined ? { event_types: toJson(changes.eventTypes ? [...new Set(changes.eventTypes)] : null) } : {}),
         updated_at: nowIso(),
       };
       await tx.db.updateTable('webhook_subscriptions').set(set).where('id', '=', row.id).execute();
       const updated = { ...row, ...set };
-      await auditWebhookEvent(tx, caller, updated, 'webhook.updated', {
-        eventTypes: fromJson(updated.event_types),
-        allowedOrgIds: fromJson(updated.allowed_org_ids),
-      });
+      // The orgs it covered before hear of the change too, an org left out included.
+      const coveredBefore = await coveredOrgIds(tx.db, row.subject_type, row.subject_id, fromJson<string[]>(row.allowed_org_ids));
+      const allowed = fromJson<string[]>(updated.allowed_org_ids);
+      await auditWebhookEvent(
+        tx,
+        caller,
+        updated,
+        'webhook.updated',
+        (orgId) => ({ eventTypes: fromJson(updated.event_types), allowedOrgIds: allowedOrgIdsSeenBy(orgId, allowed) }),
+        coveredBefore,
+      );
       return toSubscriptionRecord(updated);
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -158,8 +188,9 @@ export async function setSubscriptionStatus(
   id: string,
   status: 'active' | 'disabled',
   reason: string | null = null,
+  write: WriteOptions = {},
 ): Promise<SubscriptionRecord> {
-  return inTransaction(ctx.db, async (tx) => disableOrEnable(tx, caller, await loadSubscription(tx, caller, id), status, reason), caller.idempotency);
+  return inTransaction(ctx.db, async (tx) => disableOrEnable(tx, caller, await loadSubscription(tx, caller, id), status, reason), write.idempotency);
 }
 
 /** Shared by the operator commands and the dispatcher (410 Gone, five days of failures). */
@@ -184,6 +215,7 @@ export async function rotateSubscriptionSecret(
   caller: Caller,
   id: string,
   graceMs = SECRET_ROTATION_GRACE_MS,
+  write: WriteOptions = {},
 ): Promise<{ id: string; secret: string; previousSecretExpiresAt: string }> {
   return inTransaction(
     ctx.db,
@@ -199,23 +231,22 @@ export async function rotateSubscriptionSecret(
       await auditWebhookEvent(tx, caller, row, 'webhook.secret_rotated', { previousSecretExpiresAt: expiresAt });
       return { id: row.id, secret, previousSecretExpiresAt: expiresAt };
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
 /** Removes the subscription with its queue and delivery log. */
-export async function deleteSubscription(ctx: AppContext, caller: Caller, id: string): Promise<{ id: string; deleted: true }> {
+export async function deleteSubscription(ctx: AppContext, caller: Caller, id: string, write: WriteOptions = {}): Promise<{ id: string; deleted: true }> {
   return inTransaction(
     ctx.db,
     async (tx) => {
       const row = await loadSubscription(tx, caller, id);
       await auditWebhookEvent(tx, caller, row, 'webhook.deleted');
-      await tx.db.deleteFrom('webhook_attempts').where('subscription_id', '=', row.id).execute();
-      await tx.db.deleteFrom('webhook_deliveries').where('subscription_id', '=', row.id).execute();
+      await deleteQueueOf(tx, row.id);
       await tx.db.deleteFrom('webhook_subscriptions').where('id', '=', row.id).execute();
       return { id: row.id, deleted: true as const };
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
 
@@ -243,20 +274,8 @@ export async function listDeliveryAttempts(
 ): Promise<{ subscriptionId: string; status: string; queue: Record<string, number>; items: AttemptView[] }> {
   return inTransaction(ctx.db, async (tx) => {
     const row = await loadSubscription(tx, caller, id);
-    const counts = await tx.db
-      .selectFrom('webhook_deliveries')
-      .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
-      .where('subscription_id', '=', row.id)
-      .groupBy('status')
-      .execute();
-    const attempts = await tx.db
-      .selectFrom('webhook_attempts')
-      .selectAll()
-      .where('subscription_id', '=', row.id)
-      .orderBy('started_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .execute();
+    const counts = await deliveryCounts(tx.db, row.id);
+    const attempts = await recentAttempts(tx.db, row.id, limit);
     return {
       subscriptionId: row.id,
       status: row.status,
@@ -289,6 +308,7 @@ export async function replayDeliveries(
   id: string,
   since: string,
   until?: string,
+  write: WriteOptions = {},
 ): Promise<{ id: string; requeued: number; truncated: boolean; nextSince: string | null }> {
   return inTransaction(
     ctx.db,
@@ -298,6 +318,8 @@ export async function replayDeliveries(
       const types = fromJson<string[]>(row.event_types);
       const now = nowIso();
       let requeued = 0;
+      // Each org's audit entry counts that org's events only: the total would tell of the others' activity.
+      const requeuedIn = new Map<string, number>();
       let truncated = false;
       let nextSince: string | null = null;
       for (const orgId of orgIds) {
@@ -317,22 +339,9 @@ export async function replayDeliveries(
         }
         for (const event of events) {
           // Same (subscription, event) pair as the original delivery: its eventId, hence its webhook-id, is unchanged.
-          await tx.db
-            .insertInto('webhook_deliveries')
-            .values(pendingDelivery(row.id, orgId, event, now))
-            .onConflict((oc) =>
-              oc.columns(['subscription_id', 'event_id']).doUpdateSet({
-                status: 'pending',
-                attempt_count: 0,
-                next_attempt_at: now,
-                claimed_until: null,
-                claimed_by: null,
-                updated_at: now,
-                completed_at: null,
-              }),
-            )
-            .execute();
+          await requeueDelivery(tx, pendingDelivery(newId(), row.id, orgId, event, now), now);
           requeued++;
+          requeuedIn.set(orgId, (requeuedIn.get(orgId) ?? 0) + 1);
           nextSince = event.created_at;
         }
         if (truncated) break;
@@ -344,14 +353,17 @@ export async function replayDeliveries(
           eventCategory: 'webhook',
           eventType: 'webhook.replayed',
           resource: { type: 'webhook_subscription', id: row.id },
-          details: { since, ...(until ? { until } : {}), requeued },
+          details: { since, ...(until ? { until } : {}), requeued: requeuedIn.get(orgId) ?? 0 },
         });
       }
       return { id: row.id, requeued, truncated, nextSince: truncated ? nextSince : null };
     },
-    caller.idempotency,
+    write.idempotency,
   );
 }
+
+/** The latest attempts each delivery of a list shows. */
+export const ATTEMPTS_PER_DELIVERY = 50;
 
 export interface DeliveryView {
   deliveryId: string;
@@ -365,29 +377,12 @@ export interface DeliveryView {
 /** The subscription's deliveries, newest first, each with its attempts (two statements per page). */
 export async function listDeliveries(ctx: AppContext, caller: Caller, id: string, params: { cursor?: string; limit: number }): Promise<Page<DeliveryView>> {
   const sub = await loadSubscription(ctx.db, caller, id);
-  let query = ctx.db.db
-    .selectFrom('webhook_deliveries')
-    .select(['id', 'event_id', 'event_type', 'org_id', 'status', 'created_at'])
-    .where('subscription_id', '=', sub.id);
-  if (params.cursor) {
-    const [createdAt, deliveryId] = decodeCursor(params.cursor, ['string', 'string']) as string[];
-    query = query.where((eb) => eb.or([eb('created_at', '<', createdAt!), eb.and([eb('created_at', '=', createdAt!), eb('id', '<', deliveryId!)])]));
-  }
-  const rows = await query
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(params.limit + 1)
-    .execute();
+  const [createdAt, deliveryId] = params.cursor ? decodeCursor(params.cursor, CURSOR_SHAPES.byCreation) : [];
+  const rows = await deliveriesPage(ctx.db.db, sub.id, params.cursor ? [createdAt!, deliveryId!] : null, params.limit);
   const ids = rows.slice(0, params.limit).map((r) => r.id);
-  const attempts =
-    ids.length === 0
-      ? []
-      : await ctx.db.db
-          .selectFrom('webhook_attempts')
-          .select(['delivery_id', 'started_at', 'response_code', 'duration_ms', 'error'])
-          .where('delivery_id', 'in', ids)
-          .orderBy('started_at')
-          .execute();
+  // Replays add attempts to a delivery without end: each lists its latest ones only, so one delivery
+  // cannot make an answer (or this read) unbounded (extensions.md §9).
+  const attempts = await latestAttempts(ctx.db.db, ids, ATTEMPTS_PER_DELIVERY);
   const byDelivery = new Map<string, DeliveryView['attempts']>();
   for (const a of attempts) {
     const list = byDelivery.get(a.delivery_id) ?? [];

@@ -6,7 +6,7 @@ import { listCategories } from '../../domain/categories/service.js';
 import { declareInput, emergencyPage, emergencyRecord, listEmergenciesQuery, recategorizeInput, resolveInput } from '../../domain/emergencies/schema.js';
 import { declareEmergency, getEmergencyJson, listEmergenciesJson, recategorizeEmergency, resolveEmergency } from '../../domain/emergencies/service.js';
 import { callerOf } from '../../edge/auth.js';
-import { idempotencyHeaders } from '../../edge/idempotency.js';
+import { idempotencyHeaders, writeOptionsOf } from '../../edge/idempotency.js';
 import { errorResponses } from '../error-schemas.js';
 import { sendJsonText } from '../json-text.js';
 import { emergencyPath, orgPath, pageQuery } from './params.js';
@@ -51,7 +51,7 @@ export const emergencyRoutes =
         },
       },
       handler: async (req, reply) => {
-        const emergency = await declareEmergency(ctx, callerOf(req), req.params.org_id, req.body);
+        const emergency = await declareEmergency(ctx, callerOf(req), req.params.org_id, req.body, writeOptionsOf(req));
         return reply.code(201).send(emergency);
       },
     });
@@ -99,7 +99,7 @@ export const emergencyRoutes =
           }),
         },
       },
-      handler: (req) => recategorizeEmergency(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.body),
+      handler: (req) => recategorizeEmergency(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.body, writeOptionsOf(req)),
     });
 
     r.post('/orgs/:org_id/emergencies/:emergency_id/resolutions', {
@@ -125,7 +125,14 @@ export const emergencyRoutes =
         },
       },
       handler: async (req, reply) => {
-        const { emergency, created } = await resolveEmergency(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.body ?? {});
+        const { emergency, created } = await resolveEmergency(
+          ctx,
+          callerOf(req),
+          req.params.org_id,
+          req.params.emergency_id,
+          req.body ?? {},
+          writeOptionsOf(req),
+        );
         return reply.code(created ? 201 : 200).send(emergency);
       },
     });

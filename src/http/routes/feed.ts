@@ -7,9 +7,8 @@ import { emergencyReceipts, listOrgDevices } from '../../domain/devices/receipts
 import { listEmergencyEventsJson, listEventsJson, streamStart } from '../../domain/events/feed.js';
 import { emergencyEventsQuery, eventPage, listEventsQuery, streamQuery } from '../../domain/events/schema.js';
 import { coveredOrgPage, listCoveredOrgs } from '../../domain/orgs/covered.js';
-import { callerOf } from '../../edge/auth.js';
+import { bearerToken, callerOf } from '../../edge/auth.js';
 import { errorResponses } from '../error-schemas.js';
-import { BrowserStreams } from '../event-stream.js';
 import { sendJsonText } from '../json-text.js';
 import { emergencyPath, orgPath, pageQuery } from './params.js';
 
@@ -18,12 +17,8 @@ export const feedRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
   async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
-    const streams = new BrowserStreams(ctx.db, ctx.bus, (err) => app.log.error({ err }, 'event stream read failed; the next poll retries'));
-    // Before the server waits for open connections: a stream never ends on its own.
-    app.addHook('preClose', (done) => {
-      streams.close();
-      done();
-    });
+    // Created with the application (src/app.ts), which ends every stream before the server closes.
+    const streams = app.services.streams;
 
     r.get('/orgs', {
       schema: {
@@ -84,8 +79,12 @@ export const feedRoutes =
         tags: ['devices'],
         summary: 'Which base stations and webhook subscribers have each event of an emergency (permission: read).',
         description:
-          '`devices.targeted` counts the active devices that existed when the event was created; `pending` lists those that have not ' +
-          'acknowledged it. `webhooks` counts the subscriptions the event matched by delivery state.',
+          '`devices.targeted` counts the active devices that existed when the event was created, `devices.acknowledged` those that ' +
+          'acknowledged it; `pending` lists those that have not. `webhooks` counts the subscriptions the event matched by delivery state. ' +
+          'Events come in pages of `limit` (follow `nextCursor`); a page also stops early when it reaches 320 KiB, so no answer is ' +
+          'larger than 1 MiB. Each event lists at most 10 devices, the pending ones first, then with `?detail=devices` the ' +
+          'acknowledged ones, each by name; its `devices.nextCursor`, passed as `deviceCursor`, answers that event alone with its next ' +
+          '`limit` devices. The counts always cover every targeted device.',
         params: emergencyPath,
         querystring: receiptsQuery,
         response: { 200: emergencyReceiptsSchema, ...errorResponses({ 404: 'emergency_not_found' }) },
@@ -102,18 +101,44 @@ export const feedRoutes =
           'For browsers and other watchers: authenticate with the Authorization header (e.g. fetch() reading the body as a stream; ' +
           'EventSource cannot send it), so no key sits in a URL. Each event is `id: <offset>`, `event: <eventType>`, `data: <the ' +
           'envelope>`; a `: keep-alive` comment comes every 15 s. Without `after` (or Last-Event-ID) the stream starts with the next ' +
-          'event; reconnect with `after=<last id>` to get what was missed, in order, with no gap and no duplicate.',
+          'event; reconnect with `after=<last id>` to get what was missed, in order, with no gap and no duplicate.\n\n' +
+          'A stream lives under the rules of its key: it ends (the body ends) within 2 s of the key being revoked, ' +
+          'expiring or no longer covering the organization. A key holds at most `STREAMS_PER_KEY` streams at once per instance ' +
+          '(default 20; the next is a 429 `too_many_streams`), and an instance at most `MAX_STREAMS` (the next is a 503 ' +
+          '`unavailable`); both carry Retry-After. A client that does not read is disconnected once more than 1 MiB is queued ' +
+          'for it, or once queued data has not moved for 30 s; it resumes with `after=<last id>` and loses nothing.',
         params: orgPath,
         querystring: streamQuery,
         response: {
           200: z.string().describe('text/event-stream: `id: <offset>` / `event: <eventType>` / `data: <envelope>` blocks.'),
-          ...errorResponses({ 410: 'events_expired: events after this offset are past the retention; body adds oldestOffset.' }),
+          ...errorResponses({
+            410: 'events_expired: events after this offset are past the retention; body adds oldestOffset.',
+            429:
+              'too_many_streams: this key already holds STREAMS_PER_KEY streams on this instance; close one before opening another. ' +
+              'Also rate_limited when the per-key rate limit is exceeded. Both carry Retry-After.',
+            503:
+              'unavailable: this instance holds as many streams as it can (MAX_STREAMS, or its open-file limit); retry after the ' +
+              'seconds of Retry-After. Also when the database is unavailable or the server is shutting down.',
+          }),
         },
       },
       handler: async (req, reply) => {
         const lastEventId = Number(req.headers['last-event-id']);
         const after = req.query.after ?? (Number.isSafeInteger(lastEventId) && lastEventId >= 0 ? lastEventId : undefined);
-        const start = await streamStart(ctx, callerOf(req), req.params.org_id, after);
+        const caller = callerOf(req);
+        // Counted before anything is read, so concurrent opens of one key cannot slip past its limit.
+        const admission = streams.reserve(bearerToken(req.headers.authorization)!);
+        if (!admission.admitted) {
+          reply.header('retry-after', admission.retryAfterSeconds);
+          throw admission.error;
+        }
+        let start: Awaited<ReturnType<typeof streamStart>>;
+        try {
+          start = await streamStart(ctx, caller, req.params.org_id, after);
+        } catch (err) {
+          streams.release(admission.slot);
+          throw err;
+        }
         reply.hijack();
         reply.raw.writeHead(200, {
           ...(reply.getHeaders() as Record<string, string>),
@@ -124,7 +149,7 @@ export const feedRoutes =
         });
         // Tells the client where it starts, so even a quiet stream can be resumed exactly.
         reply.raw.write(`: after ${start.after}\n\n`);
-        streams.watch(start.orgId, start.after, reply.raw);
+        streams.watch(admission.slot, start.orgId, start.after, reply.raw);
       },
     });
   };

@@ -10,7 +10,7 @@ import { postMessage } from '../../domain/messages/service.js';
 import { pageOf } from '../../domain/shared/schema.js';
 import { AppError } from '../../errors.js';
 import { callerOf } from '../../edge/auth.js';
-import { idempotencyHeaders } from '../../edge/idempotency.js';
+import { idempotencyHeaders, writeOptionsOf } from '../../edge/idempotency.js';
 import { errorResponses, validationErrorResponse } from '../error-schemas.js';
 import { largeBodyGate } from '../large-bodies.js';
 import { parseLargeJson, readBody } from '../large-json.js';
@@ -123,7 +123,7 @@ export const messageRoutes =
       },
       handler: async (req, reply) => {
         try {
-          const { message } = await postMessage(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.body);
+          const { message } = await postMessage(ctx, callerOf(req), req.params.org_id, req.params.emergency_id, req.body, writeOptionsOf(req));
           return reply.code(201).send(message);
         } catch (err) {
           if (err instanceof AppError && err.code === 'unavailable' && err.cause) {

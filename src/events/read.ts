@@ -1,7 +1,29 @@
 import type { Kysely } from 'kysely';
+import type { DbHandle } from '../db/connect.js';
+import { preparedQuery } from '../db/prepared.js';
 import type { Database } from '../db/types.js';
 
-export { eventsAfter, type StoredEvent } from '../db/reads.js';
+export interface StoredEvent {
+  offset: number;
+  payload: string;
+  createdAtMs: number;
+}
+
+const eventsAfterQuery = preparedQuery((db, p) =>
+  db
+    .selectFrom('events')
+    .select(['stream_offset', 'payload', 'created_at'])
+    .where('org_id', '=', p('orgId'))
+    .where('stream_offset', '>', p('after'))
+    .orderBy('stream_offset')
+    .limit(p('limit')),
+);
+
+/** Committed events of one org after `after`, in offset order; an org's offsets commit in increasing order, so none is skipped. */
+export async function eventsAfter(handle: DbHandle, orgId: string, after: number, limit: number): Promise<StoredEvent[]> {
+  const rows = await eventsAfterQuery.execute(handle, { orgId, after, limit });
+  return rows.map((r) => ({ offset: Number(r.stream_offset), payload: r.payload, createdAtMs: Date.parse(r.created_at) }));
+}
 
 /** The org's last committed stream offset (0 when it has no events). */
 export async function committedOffset(db: Kysely<Database>, orgId: string): Promise<number> {

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import { inTransaction, type DbHandle } from '../../db/connect.js';
-import type { Database } from '../../db/types.js';
+import { inTransaction, type DbHandle } from '../db/connect.js';
+import type { Database } from '../db/types.js';
 
 const DELETE_CHUNK = 1_000;
 

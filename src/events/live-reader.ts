@@ -1,5 +1,5 @@
 import type { DbHandle } from '../db/connect.js';
-import { eventsAfter, type StoredEvent } from '../db/reads.js';
+import { eventsAfter, type StoredEvent } from './read.js';
 import type { CommittedEvent } from '../db/unit-of-work.js';
 
 /**

@@ -1,15 +1,16 @@
-import type { AppContext } from '../context.js';
-import { inTransaction } from '../db/connect.js';
-import type { Caller } from '../domain/access/principal.js';
-import { recordAudit } from '../domain/audit/record.js';
-import { API_VERSION } from '../domain/events/append.js';
-import { newId, nowIso } from '../domain/shared/ids.js';
-import { fromJson } from '../domain/shared/json.js';
-import { coveredOrgIds } from '../domain/webhooks/repo.js';
-import { loadSubscription } from '../domain/webhooks/service.js';
-import { PING_EVENT_TYPE, signingSecrets } from '../domain/webhooks/schema.js';
-import { signatureHeader } from '../domain/webhooks/signing.js';
-import { WebhookSender } from './http-sender.js';
+import type { AppContext } from '../../context.js';
+import { inTransaction, type Tx } from '../../db/connect.js';
+import type { WriteOptions } from '../../db/unit-of-work.js';
+import { insertSettledDelivery } from '../../delivery/queue.js';
+import type { Caller } from '../access/principal.js';
+import { recordAudit } from '../audit/record.js';
+import { API_VERSION } from '../../events/append.js';
+import { newId, nowIso } from '../shared/ids.js';
+import { fromJson } from '../shared/json.js';
+import { coveredOrgIds } from './repo.js';
+import { PING_EVENT_TYPE, signingSecrets } from './schema.js';
+import { loadSubscription } from './service.js';
+import { signatureHeader } from './signing.js';
 
 export interface PingResult {
   id: string;
@@ -25,7 +26,13 @@ export interface PingResult {
  * Sends one signed `webhook.ping` to the subscription now (whatever its status) and records it in the
  * delivery log like any attempt. It is not retried: the operator sees the outcome at once.
  */
-export async function sendTestPing(ctx: AppContext, caller: Caller, id: string, options: { timeoutMs?: number } = {}): Promise<PingResult> {
+export async function sendTestPing(
+  ctx: AppContext,
+  caller: Caller,
+  id: string,
+  options: { timeoutMs?: number } = {},
+  write: WriteOptions = {},
+): Promise<PingResult> {
   const sub = await loadSubscription(ctx.db, caller, id);
   const eventId = newId();
   const createdAt = nowIso();
@@ -37,30 +44,34 @@ export async function sendTestPing(ctx: AppContext, caller: Caller, id: string, 
     data: { subscriptionId: sub.id },
   });
   const timestamp = new Date();
-  const sender = new WebhookSender({ allowPrivateTargets: ctx.config.WEBHOOK_ALLOW_PRIVATE_TARGETS, timeoutMs: options.timeoutMs });
-  let result: Awaited<ReturnType<WebhookSender['send']>>;
-  try {
-    result = await sender.send(
-      sub.url,
-      {
-        'content-type': 'application/json',
-        'user-agent': 'emergency-api-webhooks/1.0',
-        'webhook-id': eventId,
-        'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
-        'webhook-signature': signatureHeader(signingSecrets(sub), eventId, timestamp, body),
-      },
-      body,
-    );
-  } finally {
-    await sender.close();
-  }
+  const result = await ctx.webhookTransport.sendNow(
+    sub.url,
+    {
+      'content-type': 'application/json',
+      'user-agent': 'emergency-api-webhooks/1.0',
+      'webhook-id': eventId,
+      'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+      'webhook-signature': signatureHeader(signingSecrets(sub), eventId, timestamp, body),
+    },
+    body,
+    options,
+  );
   const outcome = result.ok ? 'succeeded' : 'failed';
   const deliveryId = newId();
-  await inTransaction(ctx.db, async (tx) => {
+  const ping: PingResult = {
+    id: sub.id,
+    eventId,
+    outcome,
+    responseCode: result.statusCode,
+    latencyMs: result.durationMs,
+    error: result.error,
+    responseBody: result.body,
+  };
+  const record = async (tx: Tx): Promise<PingResult> => {
     const now = nowIso();
-    await tx.db
-      .insertInto('webhook_deliveries')
-      .values({
+    await insertSettledDelivery(
+      tx,
+      {
         id: deliveryId,
         subscription_id: sub.id,
         org_id: null,
@@ -77,11 +88,8 @@ export async function sendTestPing(ctx: AppContext, caller: Caller, id: string, 
         created_at: createdAt,
         updated_at: now,
         completed_at: now,
-      })
-      .execute();
-    await tx.db
-      .insertInto('webhook_attempts')
-      .values({
+      },
+      {
         id: newId(),
         delivery_id: deliveryId,
         subscription_id: sub.id,
@@ -96,8 +104,8 @@ export async function sendTestPing(ctx: AppContext, caller: Caller, id: string, 
         response_body: result.body,
         error: result.error,
         worker_id: 'admin-cli',
-      })
-      .execute();
+      },
+    );
     for (const orgId of await coveredOrgIds(tx.db, sub.subject_type, sub.subject_id, fromJson<string[]>(sub.allowed_org_ids))) {
       recordAudit(tx, caller, {
         orgId,
@@ -107,14 +115,8 @@ export async function sendTestPing(ctx: AppContext, caller: Caller, id: string, 
         details: { eventId, outcome, responseCode: result.statusCode },
       });
     }
-  });
-  return {
-    id: sub.id,
-    eventId,
-    outcome,
-    responseCode: result.statusCode,
-    latencyMs: result.durationMs,
-    error: result.error,
-    responseBody: result.body,
+    return ping;
   };
+  // The request's Idempotency-Key answer is stored with the log entry: a retry replays it and sends nothing.
+  return inTransaction(ctx.db, record, write.idempotency);
 }

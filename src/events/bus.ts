@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 
-import type { CommittedEvent } from '../../db/unit-of-work.js';
-import { eventsCommitted } from '../../observability/trace-channels.js';
+import type { CommittedEvent } from '../db/unit-of-work.js';
+import { eventsCommitted } from '../observability/trace-channels.js';
 
 export type { CommittedEvent };
 

@@ -1,5 +1,5 @@
-import type { Tx } from '../../db/connect.js';
-import { nowIso } from '../shared/ids.js';
+import type { Tx } from '../db/connect.js';
+import { nowIso } from '../domain/shared/ids.js';
 
 export const API_VERSION = '1.0.0';
 

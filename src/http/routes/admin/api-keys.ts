@@ -2,11 +2,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
-import { type AdminKeyRecord, adminSubjectSchema, createAdminKey, listAdminKeys, revokeAdminKey } from '../../../domain/admin-keys/service.js';
 import { createApiKey, getApiKey, type KeyRecord, listApiKeys, revokeApiKey, rotateApiKey } from '../../../domain/keys/service.js';
-import { isoTimestampInput, pageOf, timestamp, uuid } from '../../../domain/shared/schema.js';
+import { isoTimestampInput, pageOf } from '../../../domain/shared/schema.js';
 import { callerOf } from '../../../edge/auth.js';
-import { idempotencyHeaders } from '../../../edge/idempotency.js';
+import { idempotencyHeaders, writeOptionsOf } from '../../../edge/idempotency.js';
 import { pageQuery } from '../params.js';
 import { adminErrors, idParam } from './params.js';
 import { apiKeyRecord, presentApiKey, storedAnswer } from './present.js';
@@ -31,29 +30,20 @@ const rotateBody = z.strictObject({
     .describe('How long the previous key keeps working (default 24).'),
 });
 
-const adminKeyRecord = z
-  .object({
-    adminKeyId: uuid,
-    name: z.string(),
-    subject: adminSubjectSchema,
-    status: z.enum(['active', 'inactive']),
-    createdAt: timestamp,
-    lastUsedAt: timestamp.nullable(),
-    key: z.string().optional().describe('The admin key itself: in the creating answer only.'),
-  })
-  .meta({ id: 'AdminKey' });
-
 const keyPath = z.object({ id: idParam });
+
 const created = (v: { key: string; record: KeyRecord }) => ({ ...presentApiKey(v.record), key: v.key });
+
 const rotated = (v: { key: string; record: KeyRecord; previousKeyExpiresAt: string }) => ({
   ...presentApiKey(v.record),
   key: v.key,
   previousKeyExpiresAt: v.previousKeyExpiresAt,
 });
-const same = <T>(v: T) => v;
 
-/** API keys and admin keys. */
-export const credentialAdminRoutes =
+const _same = <T>(v: T) => v;
+
+/** API keys: mint, list, read, rotate and revoke. */
+export const apiKeyAdminRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
   async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
@@ -70,14 +60,19 @@ export const credentialAdminRoutes =
       },
       handler: async (req, reply) => {
         const { name, subject, permissions, allowedOrgIds, activeUntilDate } = req.body;
-        const minted = await createApiKey(ctx, callerOf(req), {
-          name,
-          subjectType: subject.type,
-          subjectId: subject.id,
-          permissions,
-          allowedOrgIds: allowedOrgIds?.map((id) => id.toLowerCase()) ?? null,
-          activeUntil: activeUntilDate ?? null,
-        });
+        const minted = await createApiKey(
+          ctx,
+          callerOf(req),
+          {
+            name,
+            subjectType: subject.type,
+            subjectId: subject.id,
+            permissions,
+            allowedOrgIds: allowedOrgIds?.map((id) => id.toLowerCase()) ?? null,
+            activeUntil: activeUntilDate ?? null,
+          },
+          writeOptionsOf(req),
+        );
         return reply.code(201).send(created(minted));
       },
     });
@@ -117,7 +112,7 @@ export const credentialAdminRoutes =
       },
       handler: async (req, reply) => {
         const graceMs = (req.body?.graceHours ?? 24) * 3600 * 1000;
-        return reply.code(201).send(rotated(await rotateApiKey(ctx, callerOf(req), req.params.id, graceMs)));
+        return reply.code(201).send(rotated(await rotateApiKey(ctx, callerOf(req), req.params.id, graceMs, writeOptionsOf(req))));
       },
     });
     r.post('/api-keys/:id/revoke', {
@@ -130,41 +125,6 @@ export const credentialAdminRoutes =
         params: keyPath,
         response: { 200: apiKeyRecord, ...adminErrors({ 404: 'not_found' }) },
       },
-      handler: async (req) => presentApiKey(await revokeApiKey(ctx, callerOf(req), req.params.id)),
-    });
-
-    r.post('/admin-keys', {
-      config: storedAnswer(201, same),
-      schema: {
-        operationId: 'createAdminKey',
-        tags: ['admin keys'],
-        summary: 'Mint an admin key for a subject within this one; `key` is shown in this answer only.',
-        headers: idempotencyHeaders,
-        body: z.strictObject({ name: z.string().trim().min(1).max(128), subject: adminSubjectSchema }),
-        response: { 201: adminKeyRecord, ...adminErrors({ 404: 'not_found: no such partner or enterprise.' }) },
-      },
-      handler: async (req, reply) => reply.code(201).send(await createAdminKey(ctx, callerOf(req), req.body)),
-    });
-    r.get('/admin-keys', {
-      schema: {
-        operationId: 'listAdminKeys',
-        tags: ['admin keys'],
-        summary: 'Admin keys within this one\u2019s subject, oldest first (never the keys themselves).',
-        querystring: pageQuery,
-        response: { 200: pageOf(adminKeyRecord), ...adminErrors() },
-      },
-      handler: (req) => listAdminKeys(ctx, callerOf(req), req.query),
-    });
-    r.post('/admin-keys/:id/revoke', {
-      config: storedAnswer(200, same<AdminKeyRecord>),
-      schema: {
-        operationId: 'revokeAdminKey',
-        tags: ['admin keys'],
-        summary: 'Revoke an admin key: refused within seconds.',
-        headers: idempotencyHeaders,
-        params: keyPath,
-        response: { 200: adminKeyRecord, ...adminErrors({ 404: 'not_found' }) },
-      },
-      handler: (req) => revokeAdminKey(ctx, callerOf(req), req.params.id),
+      handler: async (req) => presentApiKey(await revokeApiKey(ctx, callerOf(req), req.params.id, writeOptionsOf(req))),
     });
   };

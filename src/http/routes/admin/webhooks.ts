@@ -2,14 +2,11 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
-import { sendTestPing } from '../../../delivery/ping.js';
-import { listOrgDevices } from '../../../domain/devices/receipts.js';
-import { devicePage } from '../../../domain/devices/receipt-schema.js';
-import { createDevices, MAX_DEVICES_PER_REQUEST, revokeDevice, rotateDeviceToken } from '../../../domain/devices/service.js';
-import type { DeviceRecord } from '../../../domain/devices/schema.js';
+import { type PingResult, sendTestPing } from '../../../domain/webhooks/test-ping.js';
 import { isoTimestampInput, pageOf, timestamp, uuid } from '../../../domain/shared/schema.js';
 import { WEBHOOK_EVENT_TYPES, type SubscriptionRecord } from '../../../domain/webhooks/schema.js';
 import {
+  ATTEMPTS_PER_DELIVERY,
   createSubscription,
   deleteSubscription,
   getSubscription,
@@ -21,12 +18,13 @@ import {
   updateSubscription,
 } from '../../../domain/webhooks/service.js';
 import { callerOf } from '../../../edge/auth.js';
-import { idempotencyHeaders } from '../../../edge/idempotency.js';
+import { idempotencyHeaders, writeOptionsOf } from '../../../edge/idempotency.js';
 import { pageQuery } from '../params.js';
 import { adminErrors, idParam } from './params.js';
-import { deviceRecord, presentDevice, presentWebhook, storedAnswer, webhookRecord } from './present.js';
+import { presentWebhook, storedAnswer, webhookRecord } from './present.js';
 
 const eventTypes = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).max(WEBHOOK_EVENT_TYPES.length);
+
 const orgIds = z.array(z.uuid()).min(1).max(1000);
 
 const createWebhookBody = z.strictObject({
@@ -35,10 +33,12 @@ const createWebhookBody = z.strictObject({
   allowedOrgIds: orgIds.nullable().optional(),
   eventTypes: eventTypes.nullable().optional().describe('Only these event types (default: every type).'),
 });
+
 const updateWebhookBody = z
   .strictObject({ url: z.string().min(1).max(2048), allowedOrgIds: orgIds.nullable(), eventTypes: eventTypes.nullable() })
   .partial()
   .refine((v) => Object.keys(v).length > 0, 'name at least one of url, allowedOrgIds, eventTypes');
+
 const replayBody = z.strictObject({ since: isoTimestampInput, until: isoTimestampInput.optional() });
 
 const deliveryItem = z.object({
@@ -47,27 +47,25 @@ const deliveryItem = z.object({
   eventType: z.string(),
   orgId: uuid.nullable(),
   status: z.string().describe('pending, delivered or failed'),
-  attempts: z.array(z.object({ at: timestamp, responseStatus: z.number().int().nullable(), latencyMs: z.number(), error: z.string().nullable() })),
+  attempts: z
+    .array(z.object({ at: timestamp, responseStatus: z.number().int().nullable(), latencyMs: z.number(), error: z.string().nullable() }))
+    .describe(`Its latest ${ATTEMPTS_PER_DELIVERY} attempts (replays add more), oldest first.`),
 });
 
-const devicesBody = z.union([
-  z.strictObject({ name: z.string().min(1).max(128) }),
-  z.strictObject({
-    devices: z
-      .array(z.strictObject({ name: z.string().min(1).max(128) }))
-      .min(1)
-      .max(MAX_DEVICES_PER_REQUEST),
-  }),
-]);
-
 const webhookPath = z.object({ id: idParam });
-const devicePath = z.object({ device_id: idParam });
-const withSecret = (v: { secret: string; record: SubscriptionRecord }) => ({ ...presentWebhook(v.record), secret: v.secret });
-const withToken = (v: { token: string; record: DeviceRecord }) => ({ ...presentDevice(v.record), token: v.token });
-const deviceItems = (v: { token: string; record: DeviceRecord }[]) => ({ items: v.map(withToken) });
 
-/** Webhook subscriptions and base-station devices. */
-export const deliveryAdminRoutes =
+const withSecret = (v: { secret: string; record: SubscriptionRecord }) => ({ ...presentWebhook(v.record), secret: v.secret });
+
+const rotatedSecret = (v: { id: string; secret: string; previousSecretExpiresAt: string }) => ({
+  webhookId: v.id,
+  secret: v.secret,
+  previousSecretExpiresAt: v.previousSecretExpiresAt,
+});
+
+const pingAnswer = (v: PingResult) => ({ outcome: v.outcome, status: v.responseCode, latencyMs: v.latencyMs, error: v.error });
+
+/** Webhook subscriptions: create, read, change, test, replay and their deliveries. */
+export const webhookAdminRoutes =
   (ctx: AppContext): FastifyPluginAsync =>
   async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
@@ -84,13 +82,18 @@ export const deliveryAdminRoutes =
       },
       handler: async (req, reply) => {
         const { url, subject, allowedOrgIds, eventTypes: types } = req.body;
-        const created = await createSubscription(ctx, callerOf(req), {
-          url,
-          subjectType: subject.type,
-          subjectId: subject.id,
-          allowedOrgIds: allowedOrgIds?.map((id) => id.toLowerCase()) ?? null,
-          eventTypes: types ?? null,
-        });
+        const created = await createSubscription(
+          ctx,
+          callerOf(req),
+          {
+            url,
+            subjectType: subject.type,
+            subjectId: subject.id,
+            allowedOrgIds: allowedOrgIds?.map((id) => id.toLowerCase()) ?? null,
+            eventTypes: types ?? null,
+          },
+          writeOptionsOf(req),
+        );
         return reply.code(201).send(withSecret(created));
       },
     });
@@ -131,7 +134,7 @@ export const deliveryAdminRoutes =
       handler: async (req) => {
         const { allowedOrgIds, ...rest } = req.body;
         const changes = { ...rest, ...(allowedOrgIds !== undefined ? { allowedOrgIds: allowedOrgIds?.map((id) => id.toLowerCase()) ?? null } : {}) };
-        return presentWebhook(await updateSubscription(ctx, callerOf(req), req.params.id, changes));
+        return presentWebhook(await updateSubscription(ctx, callerOf(req), req.params.id, changes, writeOptionsOf(req)));
       },
     });
     r.delete('/webhooks/:id', {
@@ -142,7 +145,7 @@ export const deliveryAdminRoutes =
         params: webhookPath,
         response: { 200: z.object({ webhookId: uuid, deleted: z.literal(true) }), ...adminErrors({ 404: 'not_found' }) },
       },
-      handler: async (req) => ({ webhookId: (await deleteSubscription(ctx, callerOf(req), req.params.id)).id, deleted: true as const }),
+      handler: async (req) => ({ webhookId: (await deleteSubscription(ctx, callerOf(req), req.params.id, writeOptionsOf(req))).id, deleted: true as const }),
     });
     for (const [action, status, summary] of [
       ['enable', 'active', 'Resume deliveries (events of the disabled period can be replayed).'],
@@ -159,30 +162,39 @@ export const deliveryAdminRoutes =
           response: { 200: webhookRecord, ...adminErrors({ 404: 'not_found' }) },
         },
         handler: async (req) =>
-          presentWebhook(await setSubscriptionStatus(ctx, callerOf(req), req.params.id, status, status === 'disabled' ? 'disabled by an admin' : null)),
+          presentWebhook(
+            await setSubscriptionStatus(ctx, callerOf(req), req.params.id, status, status === 'disabled' ? 'disabled by an admin' : null, writeOptionsOf(req)),
+          ),
       });
     }
     r.post('/webhooks/:id/rotate-secret', {
+      config: storedAnswer(200, rotatedSecret),
       schema: {
         operationId: 'rotateWebhookSecret',
         tags: ['webhooks'],
-        summary: 'A new signing secret at once; the previous one also signs for 24 h.',
+        summary:
+          'A new signing secret at once; the previous one also signs for 24 h. A replay (same Idempotency-Key) rotates nothing and answers without `secret`.',
+        headers: idempotencyHeaders,
         params: webhookPath,
         response: {
-          200: z.object({ webhookId: uuid, secret: z.string(), previousSecretExpiresAt: timestamp }),
+          200: z.object({
+            webhookId: uuid,
+            secret: z.string().optional().describe('The new signing secret (whsec_...): in the rotating answer only, never in a replay.'),
+            previousSecretExpiresAt: timestamp,
+          }),
           ...adminErrors({ 404: 'not_found' }),
         },
       },
-      handler: async (req) => {
-        const { id, secret, previousSecretExpiresAt } = await rotateSubscriptionSecret(ctx, callerOf(req), req.params.id);
-        return { webhookId: id, secret, previousSecretExpiresAt };
-      },
+      handler: async (req) => rotatedSecret(await rotateSubscriptionSecret(ctx, callerOf(req), req.params.id, undefined, writeOptionsOf(req))),
     });
     r.post('/webhooks/:id/test', {
+      config: storedAnswer(200, pingAnswer),
       schema: {
         operationId: 'testWebhook',
         tags: ['webhooks'],
-        summary: 'Send one signed webhook.ping now and report how it went (not retried).',
+        summary:
+          'Send one signed webhook.ping now and report how it went (not retried). A replay (same Idempotency-Key) sends nothing and answers the first outcome.',
+        headers: idempotencyHeaders,
         params: webhookPath,
         response: {
           200: z.object({
@@ -194,10 +206,7 @@ export const deliveryAdminRoutes =
           ...adminErrors({ 404: 'not_found' }),
         },
       },
-      handler: async (req) => {
-        const ping = await sendTestPing(ctx, callerOf(req), req.params.id);
-        return { outcome: ping.outcome, status: ping.responseCode, latencyMs: ping.latencyMs, error: ping.error };
-      },
+      handler: async (req) => pingAnswer(await sendTestPing(ctx, callerOf(req), req.params.id, {}, writeOptionsOf(req))),
     });
     r.post('/webhooks/:id/replay', {
       config: storedAnswer(200, (v: { requeued: number }) => ({ replayed: v.requeued })),
@@ -210,7 +219,9 @@ export const deliveryAdminRoutes =
         body: replayBody,
         response: { 200: z.object({ replayed: z.number().int() }), ...adminErrors({ 404: 'not_found' }) },
       },
-      handler: async (req) => ({ replayed: (await replayDeliveries(ctx, callerOf(req), req.params.id, req.body.since, req.body.until)).requeued }),
+      handler: async (req) => ({
+        replayed: (await replayDeliveries(ctx, callerOf(req), req.params.id, req.body.since, req.body.until, writeOptionsOf(req))).requeued,
+      }),
     });
     r.get('/webhooks/:id/deliveries', {
       schema: {
@@ -222,60 +233,5 @@ export const deliveryAdminRoutes =
         response: { 200: pageOf(deliveryItem), ...adminErrors({ 404: 'not_found' }) },
       },
       handler: (req) => listDeliveries(ctx, callerOf(req), req.params.id, req.query),
-    });
-
-    r.post('/orgs/:org_id/devices', {
-      config: storedAnswer(201, (v: { token: string; record: DeviceRecord }[], body) =>
-        body && typeof body === 'object' && 'devices' in body ? deviceItems(v) : withToken(v[0]!),
-      ),
-      schema: {
-        operationId: 'createDevices',
-        tags: ['devices'],
-        summary: `Register one base station ({name}: answers the device) or a fleet ({devices:[{name},...]}, at most ${MAX_DEVICES_PER_REQUEST}, one transaction: answers {items}); tokens are shown in this answer only.`,
-        headers: idempotencyHeaders,
-        params: z.object({ org_id: idParam }),
-        body: devicesBody,
-        response: { 201: z.union([deviceRecord, z.object({ items: z.array(deviceRecord) })]), ...adminErrors({ 404: 'not_found: no such organization.' }) },
-      },
-      handler: async (req, reply) => {
-        const names = 'devices' in req.body ? req.body.devices.map((d) => d.name) : [req.body.name];
-        const created = await createDevices(ctx, callerOf(req), req.params.org_id, names);
-        return reply.code(201).send('devices' in req.body ? deviceItems(created) : withToken(created[0]!));
-      },
-    });
-    r.get('/orgs/:org_id/devices', {
-      schema: {
-        operationId: 'listDevices',
-        tags: ['devices'],
-        summary: "An organization's base stations by name, with presence and acknowledged offset.",
-        params: z.object({ org_id: idParam }),
-        querystring: pageQuery,
-        response: { 200: devicePage, ...adminErrors({ 404: 'not_found: no such organization.' }) },
-      },
-      handler: (req) => listOrgDevices(ctx, callerOf(req), req.params.org_id, req.query),
-    });
-    r.post('/devices/:device_id/revoke', {
-      config: storedAnswer(200, presentDevice),
-      schema: {
-        operationId: 'revokeDevice',
-        tags: ['devices'],
-        summary: 'Revoke a device: its token stops working at once and its open socket is closed within seconds.',
-        headers: idempotencyHeaders,
-        params: devicePath,
-        response: { 200: deviceRecord, ...adminErrors({ 404: 'not_found' }) },
-      },
-      handler: async (req) => presentDevice(await revokeDevice(ctx, callerOf(req), req.params.device_id)),
-    });
-    r.post('/devices/:device_id/rotate-token', {
-      config: storedAnswer(200, withToken),
-      schema: {
-        operationId: 'rotateDeviceToken',
-        tags: ['devices'],
-        summary: 'A new device token; the old one stops authenticating at once. `token` is shown in this answer only.',
-        headers: idempotencyHeaders,
-        params: devicePath,
-        response: { 200: deviceRecord, ...adminErrors({ 404: 'not_found', 409: 'conflict: the device is revoked.' }) },
-      },
-      handler: async (req) => withToken(await rotateDeviceToken(ctx, callerOf(req), req.params.device_id)),
     });
   };

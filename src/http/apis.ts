@@ -1,0 +1,73 @@
+import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import type { AppContext } from '../context.js';
+import { ADMIN_KEYS, type KeyGate, type KeyPolicy, PUBLIC_API_KEYS, requireKey } from '../edge/auth.js';
+import { idempotentRoutes } from '../edge/idempotency.js';
+import { adminDocument, type OpenApiDocument, publicDocument } from './openapi-documents.js';
+import { ADMIN_PREFIX, API_PREFIX } from './prefixes.js';
+import { adminKeyAdminRoutes } from './routes/admin/admin-keys.js';
+import { apiKeyAdminRoutes } from './routes/admin/api-keys.js';
+import { categoryAdminRoutes } from './routes/admin/categories.js';
+import { deviceAdminRoutes } from './routes/admin/devices.js';
+import { enterpriseAdminRoutes } from './routes/admin/enterprises.js';
+import { orgAdminRoutes } from './routes/admin/orgs.js';
+import { partnerAdminRoutes } from './routes/admin/partners.js';
+import { userAdminRoutes } from './routes/admin/users.js';
+import { webhookAdminRoutes } from './routes/admin/webhooks.js';
+import { directoryRoutes } from './routes/directory.js';
+import { emergencyRoutes } from './routes/emergencies.js';
+import { feedRoutes } from './routes/feed.js';
+import { messageRoutes } from './routes/messages.js';
+import { openApiDocumentRoute } from './routes/openapi-document.js';
+
+interface Api {
+  prefix: string;
+  name: 'public' | 'admin';
+  keys: KeyPolicy;
+  document: (whole: OpenApiDocument) => OpenApiDocument;
+  routes: ((ctx: AppContext) => FastifyPluginAsync)[];
+}
+
+/** The two REST APIs: where each is mounted, which keys it takes, and its routes (one file per resource). */
+const APIS: Api[] = [
+  {
+    prefix: API_PREFIX,
+    name: 'public',
+    keys: PUBLIC_API_KEYS,
+    document: publicDocument,
+    routes: [emergencyRoutes, directoryRoutes, feedRoutes, messageRoutes],
+  },
+  {
+    prefix: ADMIN_PREFIX,
+    name: 'admin',
+    keys: ADMIN_KEYS,
+    document: adminDocument,
+    routes: [
+      partnerAdminRoutes,
+      enterpriseAdminRoutes,
+      orgAdminRoutes,
+      categoryAdminRoutes,
+      userAdminRoutes,
+      apiKeyAdminRoutes,
+      adminKeyAdminRoutes,
+      webhookAdminRoutes,
+      deviceAdminRoutes,
+    ],
+  },
+];
+
+/** Registers each API: its OpenAPI document (no authentication), then its routes behind its keys and Idempotency-Key. */
+export async function registerApis(app: FastifyInstance, ctx: AppContext, gate: KeyGate): Promise<void> {
+  for (const api of APIS) {
+    await app.register(
+      async (scope) => {
+        await scope.register(openApiDocumentRoute(app, api.name, api.document));
+        await scope.register(async (authed) => {
+          authed.addHook('onRequest', requireKey(gate, api.keys));
+          idempotentRoutes(authed, ctx.db);
+          for (const routes of api.routes) await authed.register(routes(ctx));
+        });
+      },
+      { prefix: api.prefix },
+    );
+  }
+}

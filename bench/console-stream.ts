@@ -8,7 +8,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { BIN, cli, startProcess, stopProcess } from './lib/harness.js';
-import { benchDatabase, freePort, writeBenchJson } from './lib/support.js';
+import { benchDatabase, freePort, writeBenchJson, benchServerEnv } from './lib/support.js';
 
 const CONSOLES = Number(process.env.BENCH_CONSOLES ?? 100);
 const DEVICES = Number(process.env.BENCH_DEVICES ?? 100);
@@ -17,14 +17,7 @@ const DECLARES = Number(process.env.BENCH_DECLARES ?? 200);
 const db = benchDatabase('console_stream');
 const port = await freePort();
 // Every console stream here uses the demo key: allow it as many streams as there are consoles.
-const env = {
-  DATABASE_URL: db.url,
-  PORT: String(port),
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  RATE_LIMIT_PER_KEY: '1000000',
-  STREAMS_PER_KEY: String(Math.max(20, CONSOLES)),
-};
+const env = benchServerEnv(db, port, { STREAMS_PER_KEY: String(Math.max(20, CONSOLES)) });
 const demo = cli(['admin', 'demo'], env);
 const service = await startProcess([BIN, 'serve'], env, `http://127.0.0.1:${port}/healthz`);
 const base = `http://127.0.0.1:${port}`;

@@ -6,10 +6,9 @@
 // Usage: node --import tsx bench/large-messages.ts   (DATABASE_URL=postgres://... for PostgreSQL; BENCH_JSON=path)
 import { randomBytes } from 'node:crypto';
 import { request } from 'node:http';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BIN, cli, startProcess, stopProcess } from './lib/harness.js';
-import { benchDatabase, freePort, rssBytes, writeBenchJson } from './lib/support.js';
+import { benchDatabase, freePort, rssBytes, writeBenchJson, benchServerEnv } from './lib/support.js';
 
 const MB = 1024 * 1024;
 const ATTACHMENT_BYTES = Math.floor(7.9 * MB);
@@ -86,14 +85,7 @@ async function burst(pid: number, url: URL, key: string, count: number): Promise
 
 const db = benchDatabase('large_messages');
 const port = await freePort();
-const env = {
-  DATABASE_URL: db.url,
-  PORT: String(port),
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  RATE_LIMIT_PER_KEY: '1000000',
-  ATTACHMENT_STORE: `file:${join(db.dir, 'attachments')}`,
-};
+const env = benchServerEnv(db, port);
 const demo = cli(['admin', 'demo'], env);
 const service = await startProcess([BIN, 'serve'], env, `http://127.0.0.1:${port}/healthz`);
 const emergency = (await (

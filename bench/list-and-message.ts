@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { BIN, cli, CONNECTIONS, DURATION, load, printTable, ROOT, type Result, startProcess, stopProcess } from './lib/harness.js';
-import { benchDatabase, freePort, numberedBodies, writeBenchJson } from './lib/support.js';
+import { benchDatabase, freePort, numberedBodies, writeBenchJson, benchServerEnv } from './lib/support.js';
 
 const LIST_SIZE = Number(process.env.BENCH_LIST_SIZE ?? 500);
 
@@ -40,14 +40,7 @@ await baselineDb.drop();
 
 const db = benchDatabase('list_message');
 const port = await freePort();
-const env = {
-  DATABASE_URL: db.url,
-  PORT: String(port),
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  RATE_LIMIT_PER_KEY: '1000000',
-  ATTACHMENT_STORE: `file:${join(db.dir, 'attachments')}`,
-};
+const env = benchServerEnv(db, port);
 const demo = cli(['admin', 'demo'], env);
 const service = await startProcess([BIN, 'serve'], env, `http://127.0.0.1:${port}/healthz`);
 const emergencies = `http://127.0.0.1:${port}/api/public/v1/orgs/${demo.orgId}/emergencies`;

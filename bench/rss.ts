@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type autocannon from 'autocannon';
 import { BIN, cli, CONNECTIONS, DURATION, load, ROOT, type Result, startProcess, stopProcess } from './lib/harness.js';
-import { benchDatabase, freePort, rssBytes, writeBenchJson } from './lib/support.js';
+import { benchDatabase, freePort, rssBytes, writeBenchJson, benchServerEnv } from './lib/support.js';
 
 const MB = 1024 * 1024;
 const SETTLE_MS = 3_000;
@@ -73,14 +73,7 @@ await baselineDb.drop();
 
 const db = benchDatabase('rss');
 const port = await freePort();
-const env = {
-  DATABASE_URL: db.url,
-  PORT: String(port),
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  RATE_LIMIT_PER_KEY: '1000000',
-  ATTACHMENT_STORE: `file:${join(db.dir, 'attachments')}`,
-};
+const env = benchServerEnv(db, port);
 const demo = cli(['admin', 'demo'], env);
 const service = await startProcess([BIN, 'serve'], env, `http://127.0.0.1:${port}/healthz`);
 const served = await measure(service, 'service: POST declare', {

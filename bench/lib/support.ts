@@ -87,3 +87,16 @@ export function numberedBodies(template: string): Pick<autocannon.Options, 'requ
   let n = 0;
   return { requests: [{ setupRequest: (request) => ({ ...request, body: `${head}${n++}${tail}` }) }] };
 }
+
+/** The environment of a `serve` child on the bench database: loopback, quiet, no rate limit in the way. */
+export function benchServerEnv(db: BenchDatabase, port: number, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    DATABASE_URL: db.url,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_PER_KEY: '1000000',
+    ATTACHMENT_STORE: `file:${join(db.dir, 'attachments')}`,
+    ...extra,
+  };
+}

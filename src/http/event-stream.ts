@@ -8,17 +8,10 @@ import { LiveReader } from '../events/live-reader.js';
 import { AppError } from '../errors.js';
 
 /**
- * The org's event stream as Server-Sent Events, for browsers (the operator console): the same
- * committed rows, offsets and envelopes as the device gateway, read once per org and written to every
- * watching connection. A browser authenticates with the Authorization header (fetch-streamed SSE),
- * so no key ever sits in a URL, and resumes with `after` (or Last-Event-ID) after a disconnect.
- *
- * A stream is long-lived, so the rules of a request are kept for its whole life: it ends within
- * about a second when its key is revoked, expires or no longer covers the org (the key is read again
- * from the database, so a revocation by another process counts too); a key holds at most
- * STREAMS_PER_KEY streams and the instance at most MAX_STREAMS (and what the open-file limit allows);
- * a client that does not read is dropped instead of growing the server's memory; and a replay from
- * far back is paced by the client and by the event loop, never holding it for long.
+ * The org's event stream as Server-Sent Events for browsers: the device gateway's rows and offsets,
+ * read once per org. The key travels in the Authorization header (fetch-streamed SSE), never in a URL,
+ * and a stream keeps a request's rules for its whole life (extensions §9): it ends with its key, is
+ * capped per key and per process, and drops a client that does not read.
  */
 
 /** Rows the live reader fetches per query. */
@@ -75,12 +68,9 @@ function frameOf(row: StoredEvent): string {
 }
 
 /**
- * Paces the replays of this process: a replay reads and writes a page only while it holds a turn, a
- * turn is granted on an iteration of the event loop of its own (setImmediate), and only a few are
- * held at once. Otherwise a replay whose client reads fast would never wait for the loop: on SQLite a
- * read runs synchronously, and writes complete and drain within the same tick, so page after page
- * would follow each other in microtasks; and a thousand replays resuming after their sockets drained
- * would each write a page in the same iteration. Either holds /healthz and every request meanwhile.
+ * Paces the replays of this process: a page is read and written only while holding a turn, granted on
+ * an event-loop iteration of its own, few at once. Otherwise fast replays (SQLite reads are synchronous)
+ * would run page after page in microtasks and hold /healthz and every request meanwhile.
  */
 class ReplayTurns {
   private held = 0;

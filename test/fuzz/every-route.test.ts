@@ -580,6 +580,11 @@ describe('fuzz: every route and tool, zero 5xx', () => {
     }
     for (const after of ['2147483648', '9223372036854775808', '1e21'])
       await expectIssue(`${server.base}/orgs/${org.orgId}/events?after=${after}`, key, 'after');
+    // An event's page of devices in the receipts has a cursor of its own.
+    const receipts = `${server.base}/orgs/${org.orgId}/emergencies/${e}/receipts`;
+    await Promise.all(
+      [...cursors].map((cursor) => expectIssue(`${receipts}?deviceCursor=${encodeURIComponent(cursor)}`, key, 'deviceCursor', 'cursor_invalid')),
+    );
 
     for (const tool of ['list_emergencies', 'list_audit_logs', 'list_events']) {
       await Promise.all(

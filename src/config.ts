@@ -94,8 +94,6 @@ const configSchema = z
     RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
     /** Failed authentications allowed per client address and second (burst 5×); beyond it 429 and no key lookup. */
     AUTH_FAILURES_PER_ADDRESS: z.coerce.number().positive().default(20),
-    /** Helper threads writing live device frames beside the event loop; unset: one on a machine with more than one core. */
-    DEVICE_FAN_OUT_THREADS: z.coerce.number().int().min(0).max(8).optional(),
     /** Event streams (SSE) one key may hold open at once on one instance; beyond it 429 too_many_streams. */
     STREAMS_PER_KEY: z.coerce.number().int().min(1).max(100_000).default(20),
     /**

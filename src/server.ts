@@ -57,11 +57,7 @@ export async function startServer(config: Config, existing?: AppContext, options
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
   stoppers.push(startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure));
-  const devices = {
-    ...(config.DEVICE_FAN_OUT_THREADS !== undefined ? { fanOutThreads: config.DEVICE_FAN_OUT_THREADS } : {}),
-    ...options.devices,
-  };
-  const gateway = startDeviceGateway(ctx, app.server, app.log, devices, {
+  const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices, {
     authFailures: app.services.authFailures,
     connections: app.services.connections,
   });

@@ -43,25 +43,9 @@ export class DeviceConnection {
    * socket here never lands inside another. Returns false once the connection is unusable.
    */
   sendLive(offset: number, wire: Buffer): boolean {
-    const wanted = this.wantsLive(offset);
-    if (wanted !== 'send') return wanted === 'skip';
+    if (!this.open) return false;
+    if (offset <= this.lastSent) return true;
     this.socket.write(wire);
-    return this.sentLive(offset);
-  }
-
-  /** The first half of a live send made for many connections at once (see SocketFanOut). */
-  wantsLive(offset: number): 'send' | 'skip' | 'gone' {
-    if (!this.open) return 'gone';
-    return offset <= this.lastSent ? 'skip' : 'send';
-  }
-
-  /** The socket live frames are written to. */
-  get liveSocket(): Duplex {
-    return this.socket;
-  }
-
-  /** The second half: the frame at `offset` was written or queued. False once the connection is unusable. */
-  sentLive(offset: number): boolean {
     this.lastSent = offset;
     if (this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
       this.close(CloseCode.tooSlow, 'too slow: send buffer limit exceeded; reconnect with after');

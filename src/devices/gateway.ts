@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { availableParallelism } from 'node:os';
 import type { Server } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import type { RawData } from 'ws';
@@ -8,7 +7,6 @@ import { AckRecorder } from './ack-recorder.js';
 import { BackgroundWork } from './background-work.js';
 import { DeviceConnection } from './connection.js';
 import { ConnectionRegistry } from './connection-registry.js';
-import { SocketFanOut } from './fan-out.js';
 import { HeartbeatWatch } from './heartbeat-watch.js';
 import { OrgStreams } from './org-streams.js';
 import { Presence } from './presence.js';
@@ -37,10 +35,6 @@ export interface DeviceGatewayOptions {
   maxConnections: number;
   pageSize: number;
   closeGraceMs: number;
-  /** Helper threads that write live frames beside the event loop (see SocketFanOut); 0: the event loop alone. */
-  fanOutThreads: number;
-  /** Fewer sockets than this take no helper (waking it costs more than it saves). */
-  parallelFanOutMin: number;
 }
 
 export const defaultGatewayOptions: DeviceGatewayOptions = {
@@ -54,8 +48,6 @@ export const defaultGatewayOptions: DeviceGatewayOptions = {
   maxConnections: 100_000,
   pageSize: 500,
   closeGraceMs: 2_000,
-  fanOutThreads: availableParallelism() > 1 ? 1 : 0,
-  parallelFanOutMin: 64,
 };
 
 /**
@@ -70,7 +62,6 @@ export class DeviceGateway {
   private readonly connections = new ConnectionRegistry();
   private readonly presence: Presence;
   private readonly streams: OrgStreams;
-  private readonly fanOut: SocketFanOut;
   private readonly heartbeat: HeartbeatWatch;
   private readonly revocations: RevocationWatch;
   private readonly acks: AckRecorder;
@@ -91,9 +82,7 @@ export class DeviceGateway {
     this.onError = onError;
     this.background = new BackgroundWork(onError);
     this.presence = new Presence(ctx.db, this.background);
-    this.fanOut = new SocketFanOut({ threads: options.fanOutThreads, minParallel: options.parallelFanOutMin });
     this.streams = new OrgStreams(ctx, this.background, onError, {
-      fanOut: this.fanOut,
       pageSize: options.pageSize,
       replayHighWaterBytes: Math.floor(options.maxBufferedBytes / 2),
       pollIntervalMs: options.pollIntervalMs,
@@ -137,7 +126,6 @@ export class DeviceGateway {
     await this.connections.closeAll(this.options.closeGraceMs + 500);
     await this.acks.stop();
     await this.background.settled();
-    await this.fanOut.stop();
   }
 
   private accept({ ws, socket, device, startAfter, end }: Admission): void {

@@ -1,7 +1,5 @@
-import type { Duplex } from 'node:stream';
 import type { DbHandle } from '../db/connect.js';
 import type { DeviceConnection } from './connection.js';
-import type { SocketFanOut } from './fan-out.js';
 import { eventsAfter, type StoredEvent } from '../events/read.js';
 import { LiveReader } from '../events/live-reader.js';
 import { eventFrame, wireTextFrame } from './protocol.js';
@@ -15,8 +13,6 @@ export interface OrgStreamOptions {
   onError(err: unknown, where: string): void;
   /** Called once per live event written to the org's sockets, with the event's creation time. */
   onLiveEvent?(createdAtMs: number): void;
-  /** Writes a live frame to many sockets at once; absent, each connection writes its own. */
-  fanOut?: SocketFanOut;
 }
 
 /**
@@ -41,38 +37,13 @@ export class OrgStream extends LiveReader<DeviceConnection> {
     return this.live.size === 0 && this.replaying.size === 0 && !this.running;
   }
 
-  // Reused by deliver: the connections a frame is written to, and their sockets.
-  private readonly targets: DeviceConnection[] = [];
-  private readonly sockets: Duplex[] = [];
-
   protected deliver(row: StoredEvent): void {
     // Framed once, so every device of the org gets the same bytes.
     const wire = wireTextFrame(eventFrame(row.offset, row.payload));
-    const fanOut = this.options.fanOut;
     let reached = 0;
-    if (!fanOut) {
-      for (const conn of this.live) {
-        if (conn.sendLive(row.offset, wire)) reached++;
-        else this.live.delete(conn);
-      }
-    } else {
-      const { targets, sockets } = this;
-      for (const conn of this.live) {
-        const wanted = conn.wantsLive(row.offset);
-        if (wanted === 'gone') this.live.delete(conn);
-        else if (wanted === 'send') {
-          targets.push(conn);
-          sockets.push(conn.liveSocket);
-        } else reached++;
-      }
-      // Synchronous: every socket has the frame, or has it queued, when it returns.
-      fanOut.write(sockets, wire);
-      for (const conn of targets) {
-        if (conn.sentLive(row.offset)) reached++;
-        else this.live.delete(conn);
-      }
-      targets.length = 0;
-      sockets.length = 0;
+    for (const conn of this.live) {
+      if (conn.sendLive(row.offset, wire)) reached++;
+      else this.live.delete(conn);
     }
     if (deviceFrameWritten.hasSubscribers) {
       deviceFrameWritten.publish({ orgId: this.orgId, offset: row.offset, sockets: reached } satisfies DeviceFrameWritten);

@@ -2,7 +2,6 @@ import type { AppContext } from '../context.js';
 import { committedOffsets } from '../events/read.js';
 import type { BackgroundWork } from './background-work.js';
 import type { DeviceConnection } from './connection.js';
-import type { SocketFanOut } from './fan-out.js';
 import { OrgStream } from './org-stream.js';
 
 export interface OrgStreamsOptions {
@@ -12,8 +11,6 @@ export interface OrgStreamsOptions {
   replayHighWaterBytes: number;
   /** Backstop for lost wake-ups: compare each org's committed offset with what was read. */
   pollIntervalMs: number;
-  /** Writes live frames to many sockets at once (see SocketFanOut). */
-  fanOut?: SocketFanOut;
 }
 
 /**
@@ -67,7 +64,6 @@ export class OrgStreams {
         replayHighWaterBytes: this.options.replayHighWaterBytes,
         onError: this.onError,
         onLiveEvent: (createdAtMs) => latency.observe(Math.max(0, Date.now() - createdAtMs) / 1000),
-        fanOut: this.options.fanOut,
       });
       this.streams.set(orgId, stream);
     }

@@ -68,7 +68,7 @@ export const apiKeyAdminRoutes =
             subjectType: subject.type,
             subjectId: subject.id,
             permissions,
-            allowedOrgIds: allowedOrgIds?.map((id) => id.toLowerCase()) ?? null,
+            allowedOrgIds: allowedOrgIds ?? null,
             activeUntil: activeUntilDate ?? null,
           },
           writeOptionsOf(req),

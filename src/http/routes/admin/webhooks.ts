@@ -89,7 +89,7 @@ export const webhookAdminRoutes =
             url,
             subjectType: subject.type,
             subjectId: subject.id,
-            allowedOrgIds: allowedOrgIds?.map((id) => id.toLowerCase()) ?? null,
+            allowedOrgIds: allowedOrgIds ?? null,
             eventTypes: types ?? null,
           },
           writeOptionsOf(req),
@@ -131,11 +131,7 @@ export const webhookAdminRoutes =
         body: updateWebhookBody,
         response: { 200: webhookRecord, ...adminErrors({ 404: 'not_found' }) },
       },
-      handler: async (req) => {
-        const { allowedOrgIds, ...rest } = req.body;
-        const changes = { ...rest, ...(allowedOrgIds !== undefined ? { allowedOrgIds: allowedOrgIds?.map((id) => id.toLowerCase()) ?? null } : {}) };
-        return presentWebhook(await updateSubscription(ctx, callerOf(req), req.params.id, changes, writeOptionsOf(req)));
-      },
+      handler: async (req) => presentWebhook(await updateSubscription(ctx, callerOf(req), req.params.id, req.body, writeOptionsOf(req))),
     });
     r.delete('/webhooks/:id', {
       schema: {

@@ -6,6 +6,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends python3 make g+
 # npm ci compiles the TypeScript sources into dist/ and builds the operator console into dist/console
 # (the prepare script; the console calls the APIs through the typed client), so they come in first.
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY scripts/prepare.js ./scripts/
 COPY src ./src
 COPY console ./console
 COPY clients ./clients
@@ -20,7 +21,11 @@ ENV NODE_ENV=production \
     PORT=8080 \
     DATABASE_URL=sqlite:/data/emergency.db \
     ATTACHMENT_STORE=file:/data/attachments
-COPY --from=build /app /app
+# What runs, nothing else: the compiled service and console, the launcher, the production dependencies.
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/bin ./bin
+COPY --from=build /app/dist ./dist
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME /data

@@ -372,6 +372,59 @@ export const scenarios: Scenario[] = [
     },
   },
   {
+    // The same devices and declares without and then with an acknowledgement deadline, one server (bench/deadlines.ts).
+    id: 'deadlines',
+    file: 'bench/deadlines.ts',
+    output: 'bench-json',
+    env: (o): Record<string, string> => (o.quick ? { BENCH_DEADLINE_DEVICES: '200', BENCH_DEADLINE_DECLARES: '30', BENCH_DEADLINE_IDLE_SECONDS: '3' } : {}),
+    // Setup, two phases of about 20 s and two quiet stretches of 10 s.
+    timeoutSeconds: () => 420,
+    rows(raw) {
+      const a = raw.withoutDeadline;
+      const b = raw.withDeadline;
+      const faults = [...a.faults, ...b.faults];
+      const invalid = faults.length ? faults.slice(0, 3).join('; ') : undefined;
+      const fleet = `${raw.devices} devices, ${raw.silentDevices} silent, ${raw.declares} declares at ${raw.declaresPerSecond}/s`;
+      const late = b.overdueLatenessMs;
+      return [
+        {
+          metric: `server CPU per declare, ${raw.deadlineSeconds} s deadline vs none (${fleet})`,
+          value: b.serverCpuMsPerDeclare,
+          unit: 'ms',
+          baseline: a.serverCpuMsPerDeclare,
+          baselineLabel: 'no deadline, same devices',
+          note: `with the re-sends (${b.resentFrames} frames) and the ${b.overdueEvents} overdue events, fanned out and acknowledged`,
+          invalid,
+        },
+        {
+          metric: `declare p99, ${raw.deadlineSeconds} s deadline vs none (${fleet})`,
+          value: b.declareMs.p99,
+          unit: 'ms',
+          baseline: a.declareMs.p99,
+          baselineLabel: 'no deadline, same devices',
+          note: `p50 ${b.declareMs.p50} vs ${a.declareMs.p50} ms`,
+          invalid,
+        },
+        {
+          metric: 'overdue event lateness p99 (createdAt − deadline)',
+          value: late?.createdAt.p99 ?? null,
+          unit: 'ms',
+          note: late
+            ? `p50 ${late.createdAt.p50} ms; first frame at a device − deadline p50 ${late.firstFrame.p50} ms, p99 ${late.firstFrame.p99} ms`
+            : undefined,
+          invalid,
+        },
+        {
+          metric: `idle server CPU watching ${b.overdueEvents} incomplete overdue deliveries vs none`,
+          value: raw.idleCpuMsPerSecond.watchingOverdue,
+          unit: 'ms/s',
+          baseline: raw.idleCpuMsPerSecond.withoutDeadlines,
+          baselineLabel: 'before the deadline phase',
+        },
+      ];
+    },
+  },
+  {
     id: 'webhooks',
     file: 'bench/webhooks.ts',
     output: 'stdout-json',

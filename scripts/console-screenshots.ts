@@ -96,7 +96,7 @@ async function main() {
     ]) {
       await createCategory(ctx, op, org.orgId, c);
     }
-    const adminKey = (await createAdminKey(ctx, op, { name: 'screenshots', subject: { type: 'instance' } })).key;
+    const adminKey = (await createAdminKey(ctx, op, { name: 'District dispatch', subject: { type: 'instance' } })).key;
     const admin = (path: string, body: unknown) =>
       fetch(`${server.url}/api/admin/v1${path}`, {
         method: 'POST',
@@ -147,6 +147,12 @@ async function main() {
       description: 'Thunderstorm warning until 4 pm',
       occurredAt: new Date(Date.now() - 40 * 60_000).toISOString(),
     });
+    // From here on base stations have 5 s to acknowledge: the Library (silent) and the Cafeteria (offline) miss it.
+    await fetch(`${server.url}/api/admin/v1/orgs/${org.orgId}`, {
+      method: 'PATCH',
+      headers: { authorization: `Bearer ${adminKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ ackDeadlineSeconds: 5 }),
+    });
     const lockdown = await pub('POST', '/emergencies', {
       categoryName: 'Lockdown',
       externalId: 'INC-2041',
@@ -168,14 +174,23 @@ async function main() {
       ],
     });
     if (!photo.messageId) throw new Error(`the demo message was refused: ${JSON.stringify(photo)}`);
-    // Let the acks and the webhook deliveries land.
-    await new Promise((r) => setTimeout(r, 2000));
+    // Let the acks and the webhook deliveries land, and the lockdown's deadline pass.
+    for (let waited = 0; ; waited += 250) {
+      const overdue = await pub('GET', '/events?eventType=emergency.delivery_overdue');
+      if (overdue.items?.length > 0) break;
+      if (waited > 20_000) throw new Error('the lockdown never became overdue');
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    await new Promise((r) => setTimeout(r, 1000));
 
     const browser = await launchBrowser();
     try {
       for (const width of [1280, 390]) {
         const context = await browser.newContext({ viewport: { width, height: width === 1280 ? 800 : 844 }, deviceScaleFactor: 1 });
-        await context.addInitScript((key) => sessionStorage.setItem('emergency-console.key', key), adminKey);
+        await context.addInitScript((key) => {
+          sessionStorage.setItem('emergency-console.key', key);
+          sessionStorage.setItem('emergency-console.name', 'Jane Doe');
+        }, adminKey);
         const page = await context.newPage();
         const shot = async (name: string) => {
           await page.waitForTimeout(300);
@@ -183,6 +198,7 @@ async function main() {
         };
         await page.goto(`${server.url}/console/orgs/${org.orgId}`);
         await page.getByRole('link', { name: /Intruder reported/ }).waitFor();
+        await page.getByText('Delivery overdue').first().waitFor();
         await shot('board');
         await page.goto(`${server.url}/console/orgs/${org.orgId}/emergencies/${lockdown.emergencyId}`);
         await page.getByRole('img', { name: 'East hallway, 10:42' }).waitFor();
@@ -190,9 +206,11 @@ async function main() {
           .getByText(/base stations acknowledged/)
           .first()
           .waitFor();
+        await page.getByRole('list', { name: 'Silent base stations' }).waitFor();
         await shot('emergency');
         await page.goto(`${server.url}/console/orgs/${org.orgId}/devices`);
         await page.getByRole('table', { name: 'Base stations' }).waitFor();
+        await page.getByText('Now: 5 s').waitFor();
         await shot('devices');
         await context.close();
       }

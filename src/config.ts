@@ -135,6 +135,21 @@ export type Config = z.infer<typeof configSchema>;
 
 export class ConfigError extends Error {}
 
+/** What the `emergency-api` CLI reads besides the server's settings: the server its admin commands go to. */
+export interface CliSettings {
+  /** EMERGENCY_API_URL: a server whose admin API runs the admin commands (with EMERGENCY_API_ADMIN_KEY). */
+  apiUrl: string | undefined;
+  /** EMERGENCY_API_ADMIN_KEY: an admin key of that server (enk_adm_...). */
+  adminKey: string | undefined;
+  /** DATABASE_URL is set, rather than left to its default. */
+  databaseUrlSet: boolean;
+}
+
+export function loadCliSettings(env: Record<string, string | undefined> = process.env): CliSettings {
+  const value = (name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
+  return { apiUrl: value('EMERGENCY_API_URL'), adminKey: value('EMERGENCY_API_ADMIN_KEY'), databaseUrlSet: value('DATABASE_URL') !== undefined };
+}
+
 /** The only reader of the environment: a bad value stops the process with a message naming the variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const picked: Record<string, string> = {};

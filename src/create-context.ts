@@ -7,12 +7,13 @@ import { EventBus } from './events/bus.js';
 import { Metrics } from './observability/metrics.js';
 import { OutageLog } from './observability/outage-log.js';
 
-/** Kept apart from the HTTP application (src/app.ts) so that a CLI command needing only the database does not load the web stack. */
-export function createContext(config: Config): AppContext {
-  const db = openDatabase(config.DATABASE_URL, {
-    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
-    connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
-  });
+/**
+ * Kept apart from the HTTP application (src/app.ts) so that a CLI command needing only the database does not load the web stack.
+ * `createDatabase: false` refuses a missing SQLite file (DatabaseMissingError) rather than creating one the server does not use.
+ */
+export function createContext(config: Config, options: { createDatabase?: boolean } = {}): AppContext {
+  const timeouts = { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS };
+  const db = openDatabase(config.DATABASE_URL, timeouts, { create: options.createDatabase ?? true });
   const bus = new EventBus();
   // Every commit that advanced an org's stream wakes that stream's readers in this process.
   db.onCommitted((event) => bus.committed(event));

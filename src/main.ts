@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from './config.js';
-import type { AppContext } from './context.js';
+import { ConfigError } from './config.js';
 import { parseArgsOptions, UsageError } from './cli/command.js';
+import { CommandFailure } from './cli/failure.js';
 import { commandHelp, findCommand, groupHelp, isGroup, nearestGroup, suggestion, synopsis } from './cli/help.js';
 import { formatResult } from './cli/output.js';
+import { StartupFailure } from './cli/startup-failure.js';
 import { commands } from './cli/registry.js';
+import { type RemoteFlags, runCommand, takeRemoteFlags } from './cli/run-command.js';
 
 /** The version of package.json (one level above both src/ and dist/). */
 function version(): string {
@@ -16,10 +18,20 @@ async function main(argv: string[]): Promise<number> {
   const json = argv.includes('--json');
   let args = argv.filter((a) => a !== '--json');
   const out = (text: string) => process.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
-  const fail = (message: string, code: number) => {
-    process.stderr.write(json ? `${JSON.stringify({ error: message })}\n` : `error: ${message}\n`);
+  const fail = (message: string, code: number, details: Record<string, unknown> = {}) => {
+    process.stderr.write(json ? `${JSON.stringify({ error: message, ...details })}\n` : `error: ${message}\n`);
     return code;
   };
+  // Messages for the operator (which database, which server): stderr only, so that stdout stays the output.
+  const note = (text: string, fields: Record<string, unknown> = {}) =>
+    process.stderr.write(json ? `${JSON.stringify({ note: text.replace(/^note: /, ''), ...fields })}\n` : `${text}\n`);
+  // --url and --admin-key before the command words name the server of any admin command.
+  let remoteFlags: RemoteFlags;
+  try {
+    ({ rest: args, flags: remoteFlags } = takeRemoteFlags(args, { leading: true }));
+  } catch (err) {
+    return fail((err as Error).message, 2);
+  }
 
   if (args.length === 1 && (args[0] === '--version' || args[0] === '-v')) {
     out(json ? JSON.stringify({ version: version() }) : `emergency-api ${version()}`);
@@ -58,7 +70,10 @@ async function main(argv: string[]): Promise<number> {
   const usage = `usage: ${synopsis(found.name, command)}\nrun "emergency-api ${found.name} --help" for its options`;
   let parsed: ReturnType<typeof parseArgs>;
   try {
-    parsed = parseArgs({ args: found.rest, options: parseArgsOptions(command), allowPositionals: true, strict: true });
+    // After the command words too, unless the command has an option of that name (a webhook's receiver --url).
+    const taken = command.standalone ? { rest: found.rest, flags: {} } : takeRemoteFlags(found.rest, { own: Object.keys(command.options ?? {}) });
+    remoteFlags = { ...remoteFlags, ...taken.flags };
+    parsed = parseArgs({ args: taken.rest, options: parseArgsOptions(command), allowPositionals: true, strict: true });
   } catch (err) {
     return fail(`${(err as Error).message}\n${usage}`, 2);
   }
@@ -66,23 +81,9 @@ async function main(argv: string[]): Promise<number> {
   if (parsed.positionals.length !== expected.length) {
     return fail(`expected ${expected.join(' ') || 'no positional arguments'}\n${usage}`, 2);
   }
-  let ctx: AppContext | undefined;
   try {
-    if (!command.standalone) {
-      // Loaded only now: --version, help and usage errors answer without opening anything.
-      const [{ createContext }, { migrateToLatest }] = await Promise.all([import('./create-context.js'), import('./db/migrate.js')]);
-      ctx = createContext(loadConfig());
-      // Admin commands apply pending migrations first; `migrate` applies them itself and reports them.
-      if (command.migrateFirst !== false) {
-        const applied = await migrateToLatest(ctx.db);
-        if (applied.length > 0 && !json) process.stderr.write(`note: applied ${applied.length} pending database migration(s) first\n`);
-      }
-    }
-    const result = await command.run({
-      values: parsed.values as Record<string, string | boolean | undefined>,
-      positionals: parsed.positionals,
-      ctx: ctx as AppContext,
-    });
+    const commandArgs = { values: parsed.values as Record<string, string | boolean | undefined>, positionals: parsed.positionals };
+    const result = await runCommand(found.name, command, commandArgs, remoteFlags, { json, note });
     if (json) out(JSON.stringify(result ?? {}));
     else if (result !== undefined) out(command.human ? command.human(result) : formatResult(result, command.columns));
     const failure = command.failure?.(result) ?? null;
@@ -91,11 +92,11 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof UsageError) return fail(`${err.message}\n${usage}`, 2);
     if (err instanceof ConfigError) return fail(err.message, 78);
+    if (err instanceof StartupFailure) return fail(err.message, err.exitCode);
+    if (err instanceof CommandFailure) return fail(err.message, err.exitCode, err.details);
     const zodIssues = (err as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
     if (Array.isArray(zodIssues)) return fail(zodIssues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '), 2);
     return fail((err as Error).message, 1);
-  } finally {
-    if (ctx && !command.standalone) await ctx.db.close();
   }
 }
 

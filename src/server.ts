@@ -11,6 +11,7 @@ import { pruneExpiredEvents } from './events/retention.js';
 import { startPgEventListener } from './db/postgres/listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
+import { type DeadlineWorkerOptions, startDeadlineWorker } from './deadlines/worker.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -41,6 +42,8 @@ export interface ServerOptions {
   dispatcher?: DispatcherOptions | false;
   /** Event stream timings (tests shorten the stall timeout, say). */
   streams?: AppOptions['streams'];
+  /** Acknowledgement-deadline worker timings; false runs the server without it. */
+  deadlines?: Partial<DeadlineWorkerOptions> | false;
 }
 
 /**
@@ -64,6 +67,11 @@ export async function startServer(config: Config, existing?: AppContext, options
   stoppers.push(() => gateway.stop());
   // WEBHOOK_DELIVERY_IN_SERVE=false leaves delivery to separate `emergency-api worker` processes.
   if (options.dispatcher !== false && config.WEBHOOK_DELIVERY_IN_SERVE) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
+  // Every instance acts on acknowledgement deadlines; claims in the database keep each to one of them.
+  if (options.deadlines !== false) {
+    const deadlines = startDeadlineWorker(ctx, app.log, options.deadlines);
+    stoppers.push(() => deadlines.stop());
+  }
   // Expired Idempotency-Key answers (kept 24 h) and events past EVENT_RETENTION_DAYS.
   stoppers.push(
     startSweeper(
@@ -81,14 +89,18 @@ export async function startServer(config: Config, existing?: AppContext, options
       'pruning expired events failed; the next sweep retries',
     ),
   );
-  await app.listen({ port: config.PORT, host: config.HOST });
-  // A metrics port that cannot be bound stops the start like the API port would.
-  const metrics = await startMetricsListener(ctx).catch(async (err: unknown) => {
+  const abandon = async (err: unknown): Promise<never> => {
     await app.close();
     for (const stopper of stoppers.reverse()) await stopper();
     if (!existing) await ctx.db.close();
     throw err;
-  });
+  };
+  await app.listen({ port: config.PORT, host: config.HOST }).catch(abandon);
+  // A metrics port that cannot be bound stops the start like the API port would; the error says which listener
+  // failed, so that the start-up message names METRICS_PORT rather than PORT.
+  const metrics = await startMetricsListener(ctx).catch((err: Error) =>
+    abandon(Object.assign(new Error(`the metrics listener could not start: ${err.message}`, { cause: err }), { name: 'MetricsListenerError' })),
+  );
   if (metrics) stoppers.push(() => metrics.stop());
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.PORT;

@@ -24,6 +24,8 @@
  *
  * With --ack, every device acknowledges every event frame at once, as firmware does: it answers with a masked
  * {"type":"ack","offset":N} text frame as soon as the frame is parsed.
+ * With --pong, every device answers the server's WebSocket ping control frames with a pong, as any RFC 6455
+ * client library does, so the server keeps a device that never acknowledges connected past its silence timeout.
  *
  * Commands, one per line on stdin:
  *   device HOST PORT PATH TOKEN   open a device stream (WebSocket handshake with a bearer token)
@@ -81,6 +83,7 @@ static int *complete_count; /* per offset: sockets that have it */
 static size_t capcount;
 static int epfd;
 static int ack_events; /* --ack: answer every event frame with an ack frame */
+static int answer_pings; /* --pong: answer WebSocket ping control frames on device sockets */
 
 static void die(const char *what) {
   fprintf(stderr, "device-reader: %s: %s\n", what, strerror(errno));
@@ -269,20 +272,25 @@ static Conn *add_conn(int fd) {
   return c;
 }
 
-/* Sends {"type":"ack","offset":N} on a device socket, masked as every client frame must be. */
-static void send_ack(int fd, long offset) {
+/* Sends one short frame (payload of at most 125 bytes) on a device socket, masked as every client frame must be. */
+static void send_masked(int fd, unsigned char first_byte, const unsigned char *payload, int len) {
   static uint32_t seed = 0x9e3779b9;
-  unsigned char frame[64];
-  char payload[48];
-  int len = snprintf(payload, sizeof payload, "{\"type\":\"ack\",\"offset\":%ld}", offset);
+  unsigned char frame[6 + 125];
   seed = seed * 1664525 + 1013904223;
   unsigned char mask[4] = {seed >> 24, seed >> 16, seed >> 8, seed};
-  frame[0] = 0x81; /* FIN, text */
+  frame[0] = first_byte;
   frame[1] = 0x80 | len;
   memcpy(frame + 2, mask, 4);
   for (int i = 0; i < len; i++) frame[6 + i] = payload[i] ^ mask[i % 4];
   /* A few dozen bytes into a socket whose peer keeps reading: the blocking write does not wait. */
-  if (write(fd, frame, 6 + len) != 6 + len) die("ack write");
+  if (write(fd, frame, 6 + len) != 6 + len) die("device write");
+}
+
+/* Sends {"type":"ack","offset":N}. */
+static void send_ack(int fd, long offset) {
+  char payload[48];
+  int len = snprintf(payload, sizeof payload, "{\"type\":\"ack\",\"offset\":%ld}", offset);
+  send_masked(fd, 0x81 /* FIN, text */, (const unsigned char *)payload, len);
 }
 
 /* The offset N of a payload that starts with {"type":"event","offset":N; -1 for any other payload. */
@@ -317,6 +325,8 @@ static size_t parse_ws(int fd, const unsigned char *buf, size_t len, int64_t arr
     if (offset >= 0) {
       record(offset, arrival_ns, read_ns);
       if (ack_events) send_ack(fd, offset);
+    } else if (opcode == 9 && answer_pings && plen <= 125) {
+      send_masked(fd, 0x8a /* FIN, pong */, payload, (int)plen);
     }
     pos += header + plen;
   }
@@ -535,7 +545,10 @@ static void command(char *line) {
 }
 
 int main(int argc, char **argv) {
-  ack_events = argc > 1 && strcmp(argv[1], "--ack") == 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--ack") == 0) ack_events = 1;
+    else if (strcmp(argv[i], "--pong") == 0) answer_pings = 1;
+  }
   epfd = epoll_create1(0);
   if (epfd < 0) die("epoll_create1");
   struct epoll_event in = {.events = EPOLLIN, .data.u64 = UINT64_MAX};

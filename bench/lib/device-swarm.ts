@@ -13,7 +13,9 @@
  * the same cores). `arrived` is free of that queue; `read` is not. Both are reported.
  *
  * With `ack`, every device answers each event frame with {"type":"ack","offset":N} as soon as it has read it,
- * as base stations do, so the server's ack path runs during the measurement.
+ * as base stations do, so the server's ack path runs during the measurement. With `pong`, every device answers
+ * the server's WebSocket pings, as any WebSocket client library does: a device that never acknowledges then stays
+ * connected past the server's silence timeout.
  *
  * Times are CLOCK_MONOTONIC milliseconds (`monotonicMs`), the same clock in every process.
  */
@@ -77,9 +79,9 @@ export class DeviceSwarm {
 
   private constructor(private readonly readers: Reader[]) {}
 
-  static start(processes: number, options: { ack?: boolean } = {}): DeviceSwarm {
+  static start(processes: number, options: { ack?: boolean; pong?: boolean } = {}): DeviceSwarm {
     const binary = compiledTool('device-reader.c');
-    const args = options.ack ? ['--ack'] : [];
+    const args = [...(options.ack ? ['--ack'] : []), ...(options.pong ? ['--pong'] : [])];
     let swarm: DeviceSwarm | undefined;
     const readers = Array.from(
       { length: processes },

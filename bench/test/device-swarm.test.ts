@@ -75,6 +75,52 @@ describe('benchmark device readers', () => {
     server.close();
   });
 
+  it('answer the server’s WebSocket pings when started with `pong`, before acknowledging the frames that follow', async () => {
+    // What each server-side socket received, in order, by the token it connected with.
+    const heard = new Map<string, string[]>();
+    const sockets: WebSocket[] = [];
+    const server = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    server.on('connection', (ws, req) => {
+      const log: string[] = [];
+      heard.set(req.headers.authorization!.slice(7), log);
+      ws.on('pong', (data) => log.push(`pong ${data.toString()}`));
+      ws.on('message', (data) => log.push(data.toString()));
+      sockets.push(ws);
+    });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    const wsUrl = `ws://127.0.0.1:${port}/devices/v1/stream`;
+    const answering = DeviceSwarm.start(2, { ack: true, pong: true });
+    const plain = DeviceSwarm.start(1, { ack: true });
+    swarms.push(answering, plain);
+    await answering.connect({ kind: 'device', wsUrl, tokens: ['enk_dev_pong0', 'enk_dev_pong1', 'enk_dev_pong2'] });
+    await plain.connect({ kind: 'device', wsUrl, tokens: ['enk_dev_plain0'] });
+
+    for (const ws of sockets) {
+      ws.ping(Buffer.from('beat-1'));
+      ws.send(eventFrame(7, 10));
+    }
+    // Every device's ack of offset 7 comes after anything it answered to the ping before it.
+    await new Promise<void>((resolve) => {
+      const check = setInterval(() => {
+        if ([...heard.values()].every((log) => log.includes('{"type":"ack","offset":7}'))) {
+          clearInterval(check);
+          resolve();
+        }
+      }, 10);
+    });
+    const ack = '{"type":"ack","offset":7}';
+    assert.deepEqual(Object.fromEntries(heard), {
+      enk_dev_pong0: ['pong beat-1', ack],
+      enk_dev_pong1: ['pong beat-1', ack],
+      enk_dev_pong2: ['pong beat-1', ack],
+      enk_dev_plain0: [ack],
+    });
+    await answering.close();
+    await plain.close();
+    server.close();
+  });
+
   it("count the floor server's rounds on plain sockets", async () => {
     const floor = spawn(compiledTool('fan-out-floor.c'), ['2', '900'], { stdio: ['pipe', 'pipe', 'inherit'] });
     const lines = createInterface({ input: floor.stdout! })[Symbol.asyncIterator]();

@@ -7,7 +7,7 @@
 import type { Middleware } from 'openapi-fetch';
 import { type AdminClient, createAdminClient, createClient, type PublicClient } from '../../clients/typescript/src/http';
 import { clearSession, currentKey } from './session';
-import type { Page } from './types';
+import type { Me, Org, Page } from './types';
 
 export const PUBLIC = '/api/public/v1';
 export const ADMIN = '/api/admin/v1';
@@ -38,7 +38,8 @@ export function keyRefused(message = 'The service refused your key (401). Sign i
   unauthorizedListener(message);
 }
 
-function requestId(): string {
+/** A fresh Idempotency-Key (a UUID). */
+export function newIdempotencyKey(): string {
   if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
   const b = crypto.getRandomValues(new Uint8Array(16));
   return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
@@ -64,7 +65,7 @@ let clients: Clients | null = null;
 /** Every write carries an Idempotency-Key: a retry after a lost answer never acts twice. */
 const idempotency: Middleware = {
   onRequest({ request }) {
-    if (request.method !== 'GET' && !request.headers.has('idempotency-key')) request.headers.set('idempotency-key', requestId());
+    if (request.method !== 'GET' && !request.headers.has('idempotency-key')) request.headers.set('idempotency-key', newIdempotencyKey());
     return request;
   },
 };
@@ -129,6 +130,27 @@ export async function allPages<T>(get: (cursor?: string) => Promise<Page<T>>, ma
     cursor = page.nextCursor ?? undefined;
   } while (cursor && items.length < max);
   return items;
+}
+
+/** The signed-in key as the service sees it, with every organization it covers (up to `allPages`' bound). */
+export interface WhoAmI {
+  me: Me;
+  orgs: Org[];
+}
+
+/**
+ * GET /me: what the key may do (its permissions) and where (its organizations), read without writing
+ * anything; past the first 200 organizations the rest come from GET /orgs, from where /me stopped.
+ */
+export async function whoAmI(key?: string, options: { keepSessionOn401?: boolean } = {}): Promise<WhoAmI> {
+  const me = await unwrap(pub(key).GET('/me'), options);
+  const after = me.orgsNextCursor;
+  if (!after) return { me, orgs: me.orgs };
+  const rest = await allPages<Org>(
+    (cursor) => unwrap(pub(key).GET('/orgs', { params: { query: { cursor: cursor ?? after, limit: 200 } } }), options),
+    1000 - me.orgs.length,
+  );
+  return { me, orgs: [...me.orgs, ...rest] };
 }
 
 /** An authenticated download (an attachment's stored bytes) as a blob: URL the page can show. */

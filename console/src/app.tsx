@@ -1,7 +1,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { allPages, ApiError, onUnauthorized, pub, unwrap } from './api';
-import { ErrorNote, Link, Loading } from './components';
+import { ApiError, onUnauthorized, pub, unwrap, type WhoAmI, whoAmI } from './api';
+import { ErrorNote, Link, Loading, NameDialog } from './components';
 import { type Listener, OrgContext, type OrgScope, type Session, SessionContext, useSession } from './context';
 import { ApiKeysPage } from './pages/api-keys';
 import { AuditPage } from './pages/audit';
@@ -12,74 +12,23 @@ import { OrgPicker } from './pages/org-picker';
 import { SignIn } from './pages/sign-in';
 import { WebhooksPage } from './pages/webhooks';
 import { navigate, parse, paths, type Route, useLocation } from './router';
-import { clearSession, currentKey, keyKind } from './session';
+import { clearSession, currentKey, currentName, keepName, keyKind } from './session';
 import { OrgStream, type StreamState } from './stream';
 import type { Org } from './types';
-
-const PROBE_EMERGENCY = '00000000-0000-4000-8000-000000000000';
-
-/**
- * Whether an API key may write in the org, asked without writing anything: a resolution of an
- * emergency that cannot exist is refused with 403 permission_denied before the emergency is looked
- * up when the key is read-only, and is a 404 when it may write.
- */
-async function probeWrite(orgId: string): Promise<boolean | null> {
-  try {
-    await unwrap(
-      pub().POST('/orgs/{org_id}/emergencies/{emergency_id}/resolutions', { params: { path: { org_id: orgId, emergency_id: PROBE_EMERGENCY } }, body: {} }),
-    );
-    return true;
-  } catch (err) {
-    if (err instanceof ApiError && err.status === 403 && err.code === 'permission_denied') return false;
-    if (err instanceof ApiError && err.status === 404) return true;
-    return null;
-  }
-}
 
 function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChildren }) {
   const session = useSession();
   const listeners = useMemo(() => new Set<Listener>(), []);
-  const [org, setOrg] = useState<Org | null>(() => session.orgs?.find((o) => o.orgId === orgId) ?? null);
-  const [orgError, setOrgError] = useState<unknown>(null);
-  const [canWrite, setCanWrite] = useState<boolean | null>(session.kind === 'admin' ? true : null);
+  // The organization's name and place, from the organizations GET /me (and GET /orgs past it) listed.
+  const org = useMemo<Org | null>(() => session.orgs.find((o) => o.orgId.toLowerCase() === orgId.toLowerCase()) ?? null, [session.orgs, orgId]);
+  const orgError = org ? null : new ApiError(403, 'org_not_covered', 'This key does not cover the requested organization.');
+  const canWrite = session.me.permissions.includes('write');
   const [streamState, setStreamState] = useState<StreamState>('connecting');
   const [streamError, setStreamError] = useState<unknown>(null);
   /** Bumped when the live channel has to start over (events past retention). */
   const [epoch, setEpoch] = useState(0);
   /** The channel's start for the current epoch; `after` is null when the key may not follow it. */
   const [channel, setChannel] = useState<{ epoch: number; after: number | null } | null>(null);
-
-  // The organization's name and place (the picker's list, or GET /orgs when the page was opened by its URL).
-  useEffect(() => {
-    const known = session.orgs?.find((o) => o.orgId === orgId);
-    if (known) {
-      setOrg(known);
-      return;
-    }
-    let live = true;
-    allPages<Org>((cursor) => unwrap(pub().GET('/orgs', { params: { query: { cursor, limit: 200 } } }))).then(
-      (orgs) => {
-        if (!live) return;
-        session.setOrgs(orgs);
-        const found = orgs.find((o) => o.orgId.toLowerCase() === orgId.toLowerCase());
-        if (found) setOrg(found);
-        else setOrgError(new ApiError(403, 'org_not_covered', 'This key does not cover the requested organization.'));
-      },
-      (err) => live && setOrgError(err),
-    );
-    return () => {
-      live = false;
-    };
-  }, [orgId, session]);
-
-  useEffect(() => {
-    if (session.kind === 'admin' || !org) return;
-    let live = true;
-    probeWrite(org.orgId).then((v) => live && setCanWrite(v));
-    return () => {
-      live = false;
-    };
-  }, [org, session.kind]);
 
   // Where the live channel starts: the newest offset, asked before any page loads its data. Pages
   // mount (and load again on a new generation) only once it is known, so an event committed between
@@ -280,14 +229,20 @@ function Pages({ route }: { route: Route }) {
 export function App() {
   const path = useLocation();
   const [key, setKey] = useState<string | null>(() => currentKey());
-  const [orgs, setOrgs] = useState<Org[] | null>(null);
+  /** The key as GET /me describes it, read at sign-in or, after a reload, when the page opens. */
+  const [who, setWho] = useState<WhoAmI | null>(null);
+  const [whoError, setWhoError] = useState<unknown>(null);
+  const [whoAttempt, setWhoAttempt] = useState(0);
+  const [displayName, setDisplayName] = useState<string | null>(() => currentName());
+  const [naming, setNaming] = useState(false);
   const [message, setMessage] = useState<string | null>(null);
   const [offline, setOffline] = useState(typeof navigator !== 'undefined' && navigator.onLine === false);
 
   useEffect(() => {
     onUnauthorized((text) => {
       setKey(null);
-      setOrgs(null);
+      setWho(null);
+      setDisplayName(null);
       setMessage(text);
     });
     const on = () => setOffline(false);
@@ -300,27 +255,78 @@ export function App() {
     };
   }, []);
 
+  useEffect(() => {
+    if (!key || who) return;
+    let live = true;
+    setWhoError(null);
+    whoAmI().then(
+      (w) => live && setWho(w),
+      (err) => live && setWhoError(err),
+    );
+    return () => {
+      live = false;
+    };
+  }, [key, who, whoAttempt]);
+
   const session = useMemo<Session | null>(
     () =>
-      key
+      key && who
         ? {
             key,
             kind: keyKind(key),
-            orgs,
-            setOrgs,
+            me: who.me,
+            orgs: who.orgs,
+            displayName,
+            setDisplayName: (name: string) => {
+              keepName(name);
+              setDisplayName(name);
+            },
             signOut: (text?: string) => {
               clearSession();
               setKey(null);
-              setOrgs(null);
+              setWho(null);
+              setDisplayName(null);
               setMessage(text ?? null);
               navigate(paths.home());
             },
           }
         : null,
-    [key, orgs],
+    [key, who, displayName],
   );
 
   const route = parse(path);
+  let body: ComponentChildren;
+  if (session) {
+    body = (
+      <SessionContext.Provider value={session}>
+        <Pages route={route} />
+      </SessionContext.Provider>
+    );
+  } else if (key) {
+    body = (
+      <main id="main" class="page">
+        {whoError ? <ErrorNote error={whoError} onRetry={() => setWhoAttempt((n) => n + 1)} /> : <Loading what="your key" />}
+      </main>
+    );
+  } else {
+    body = (
+      <main id="main" class="page narrow">
+        <SignIn
+          message={message}
+          onSignedIn={(k, signedIn, name) => {
+            setMessage(null);
+            if (name) {
+              keepName(name);
+              setDisplayName(name);
+            }
+            setWho(signedIn);
+            setKey(k);
+            if (route.page === 'not-found') navigate(paths.home(), true);
+          }}
+        />
+      </main>
+    );
+  }
   return (
     <>
       <a class="skip" href="#main">
@@ -332,35 +338,35 @@ export function App() {
         </Link>
         {session && (
           <div class="who">
-            <span class="key-kind">{session.kind === 'admin' ? 'Admin key' : 'API key'}</span>
-            <button type="button" class="secondary" onClick={() => session.signOut('Signed out.')}>
+            <span class="key-kind" title={session.me.name}>
+              {session.kind === 'admin' ? 'Admin key' : 'API key'} “{session.me.name}”
+            </span>
+            <span class="acting-as">{session.displayName ? `Acting as ${session.displayName}` : 'No name given'}</span>
+            <button type="button" class="secondary small" onClick={() => setNaming(true)}>
+              {session.displayName ? 'Change name' : 'Set your name'}
+            </button>
+            <button type="button" class="secondary small" onClick={() => session.signOut('Signed out.')}>
               Sign out
             </button>
           </div>
         )}
       </header>
+      {session && naming && (
+        <NameDialog
+          current={session.displayName}
+          onSave={(name) => {
+            session.setDisplayName(name);
+            setNaming(false);
+          }}
+          onClose={() => setNaming(false)}
+        />
+      )}
       {offline && (
         <div class="banner banner-warning" role="alert">
           You are offline — waiting for the network…
         </div>
       )}
-      {session ? (
-        <SessionContext.Provider value={session}>
-          <Pages route={route} />
-        </SessionContext.Provider>
-      ) : (
-        <main id="main" class="page narrow">
-          <SignIn
-            message={message}
-            onSignedIn={(k, list) => {
-              setMessage(null);
-              setOrgs(list);
-              setKey(k);
-              if (route.page === 'not-found') navigate(paths.home(), true);
-            }}
-          />
-        </main>
-      )}
+      {body}
     </>
   );
 }

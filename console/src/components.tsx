@@ -1,7 +1,9 @@
 import type { ComponentChildren } from 'preact';
-import { useCallback, useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useCallback, useContext, useEffect, useId, useRef, useState } from 'preact/hooks';
 import { explain } from './api';
+import { SessionContext } from './context';
 import { onLinkClick } from './router';
+import { MAX_NAME } from './session';
 import type { Emergency, EmergencyStatus } from './types';
 
 export function Link(props: { href: string; children: ComponentChildren; class?: string; 'aria-label'?: string; 'aria-current'?: 'page' | undefined }) {
@@ -86,8 +88,49 @@ export function Time({ iso, mode = 'both' }: { iso: string | null | undefined; m
 }
 
 /**
+ * The operator's display name, as a form field: asked once per tab, at sign-in or at the first write
+ * that records a person, and kept in sessionStorage.
+ */
+export function NameField({ value, onInput, error, optional }: { value: string; onInput: (v: string) => void; error?: string | null; optional?: boolean }) {
+  const id = useId();
+  const hintId = useId();
+  const errorId = useId();
+  return (
+    <div class="field">
+      <label for={id}>{optional ? 'Your name (optional)' : 'Your name'}</label>
+      <input
+        id={id}
+        name="display-name"
+        autoComplete="name"
+        maxLength={MAX_NAME}
+        value={value}
+        onInput={(e) => onInput((e.target as HTMLInputElement).value)}
+        aria-describedby={error ? `${hintId} ${errorId}` : hintId}
+        aria-invalid={error ? 'true' : undefined}
+        required={!optional}
+      />
+      <p id={hintId} class="hint">
+        Recorded as the person who declares, resolves or writes; asked once for this tab.
+      </p>
+      {error && (
+        <p id={errorId} class="note note-error" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** A name as typed, made tidy: trimmed, inner runs of spaces made one. */
+export function tidyName(value: string): string {
+  return value.trim().replace(/\s+/g, ' ');
+}
+
+/**
  * A confirmation before a write: a modal alertdialog naming what will happen, with the action's own
- * verb on the confirm button. Escape or Cancel closes it without acting.
+ * verb on the confirm button. Escape or Cancel closes it without acting. With `recordsPerson`, the
+ * write names the operator: when no display name is known yet the dialog asks for it, keeps it for the
+ * tab and hands it to `onConfirm`.
  */
 export function ConfirmDialog(props: {
   title: string;
@@ -96,17 +139,35 @@ export function ConfirmDialog(props: {
   danger?: boolean;
   busy?: boolean;
   error?: unknown;
-  onConfirm: () => void;
+  recordsPerson?: boolean;
+  onConfirm: (displayName: string | null) => void;
   onCancel: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const bodyId = useId();
+  const session = useContext(SessionContext);
+  const askName = Boolean(props.recordsPerson && session && !session.displayName);
+  const [name, setName] = useState('');
+  const [nameError, setNameError] = useState<string | null>(null);
   useEffect(() => {
     const dialog = ref.current;
     if (dialog && !dialog.open) dialog.showModal();
     return () => dialog?.close();
   }, []);
+  const confirm = () => {
+    if (!askName) {
+      props.onConfirm(props.recordsPerson ? (session?.displayName ?? null) : null);
+      return;
+    }
+    const given = tidyName(name);
+    if (!given) {
+      setNameError('Enter your name: it is recorded with this change.');
+      return;
+    }
+    session?.setDisplayName(given);
+    props.onConfirm(given);
+  };
   return (
     <dialog
       ref={ref}
@@ -121,15 +182,65 @@ export function ConfirmDialog(props: {
     >
       <h2 id={titleId}>{props.title}</h2>
       <div id={bodyId}>{props.children}</div>
+      {askName && <NameField value={name} onInput={setName} error={nameError} />}
       <ErrorNote error={props.error} />
       <div class="actions">
         <button type="button" class="secondary" onClick={props.onCancel} disabled={props.busy}>
           Cancel
         </button>
-        <button type="button" class={props.danger ? 'danger' : 'primary'} onClick={props.onConfirm} disabled={props.busy}>
+        <button type="button" class={props.danger ? 'danger' : 'primary'} onClick={confirm} disabled={props.busy}>
           {props.busy ? 'Working…' : props.confirmLabel}
         </button>
       </div>
+    </dialog>
+  );
+}
+
+/** Sets or changes the operator's display name for this tab. */
+export function NameDialog({ current, onSave, onClose }: { current: string | null; onSave: (name: string) => void; onClose: () => void }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const titleId = useId();
+  const [name, setName] = useState(current ?? '');
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    const dialog = ref.current;
+    if (dialog && !dialog.open) dialog.showModal();
+    return () => dialog?.close();
+  }, []);
+  return (
+    <dialog
+      ref={ref}
+      aria-modal="true"
+      aria-labelledby={titleId}
+      onCancel={(e) => {
+        e.preventDefault();
+        onClose();
+      }}
+    >
+      <form
+        aria-labelledby={titleId}
+        noValidate
+        onSubmit={(e) => {
+          e.preventDefault();
+          const given = tidyName(name);
+          if (!given) {
+            setError('Enter a name.');
+            return;
+          }
+          onSave(given);
+        }}
+      >
+        <h2 id={titleId}>{current ? 'Change your name' : 'Your name'}</h2>
+        <NameField value={name} onInput={setName} error={error} />
+        <div class="actions">
+          <button type="button" class="secondary" onClick={onClose}>
+            Cancel
+          </button>
+          <button type="submit" class="primary">
+            Save name
+          </button>
+        </div>
+      </form>
     </dialog>
   );
 }

@@ -2,14 +2,19 @@ import { createContext } from 'preact';
 import { useContext, useEffect, useRef } from 'preact/hooks';
 import type { KeyKind } from './session';
 import type { StreamState } from './stream';
-import type { EventEnvelope, Org } from './types';
+import type { EventEnvelope, Me, Org } from './types';
 
 /** What every page reads of the signed-in session and the chosen organization. */
 export interface Session {
   key: string;
   kind: KeyKind;
-  orgs: Org[] | null;
-  setOrgs(orgs: Org[]): void;
+  /** The key as GET /me describes it: its name, permissions and subject. */
+  me: Me;
+  /** Every organization the key covers, by name. */
+  orgs: Org[];
+  /** The operator's display name for this tab, recorded on declares, resolutions and messages; null until given. */
+  displayName: string | null;
+  setDisplayName(name: string): void;
   signOut(message?: string): void;
 }
 
@@ -25,8 +30,8 @@ export type Listener = (offset: number, event: EventEnvelope) => void;
 
 export interface OrgScope {
   org: Org;
-  /** null while unknown: API keys are probed once per org; admin keys always write. */
-  canWrite: boolean | null;
+  /** From the key's permissions (GET /me); admin keys always write. */
+  canWrite: boolean;
   streamState: StreamState;
   /** Bumped when the live channel had to start over (events past retention): pages load again. */
   generation: number;

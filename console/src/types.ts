@@ -4,6 +4,7 @@
  */
 import type { components as AdminComponents, operations as AdminOperations } from '../../clients/typescript/src/admin-schema';
 import type { components, operations } from '../../clients/typescript/src/schema';
+import type { EmergencyEvent } from '../../clients/typescript/src/webhooks';
 
 type Schemas = components['schemas'];
 type AdminSchemas = AdminComponents['schemas'];
@@ -15,12 +16,19 @@ export interface Page<T> {
 }
 
 export type Org = Schemas['Organization'];
+/** GET /me: the signed-in key, its permissions and the organizations it covers (the first 200). */
+export type Me = Schemas['WhoAmI'];
 export type Emergency = Schemas['Emergency'];
 export type EmergencyStatus = Emergency['status'];
 export type Category = Schemas['Category'];
 export type EventPage = Json<operations['listEvents']>;
-/** An event as the live channel and the feed carry it; `data.emergency` is the Emergency record after the change. */
-export type EventEnvelope = Omit<Schemas['EventEnvelope'], 'data'> & { data: { emergency?: Emergency } };
+/**
+ * An event as the live channel and the feed carry it, by `eventType`: transitions carry `data.emergency` (the
+ * Emergency after the change); delivery_overdue and delivery_completed carry acknowledgement-deadline data.
+ */
+export type EventEnvelope = EmergencyEvent;
+export type DeliveryOverdueData = Schemas['DeliveryOverdueData'];
+export type DeliveryCompletedData = Schemas['DeliveryCompletedData'];
 export type FeedItem = { offset: number; event: EventEnvelope };
 export type DeviceStatus = Schemas['DeviceStatus'];
 export type Receipts = Schemas['EmergencyReceipts'];

@@ -1,80 +1,231 @@
+import type { AppContext } from '../context.js';
 import { operatorCaller } from '../domain/access/principal.js';
-import { createCategory } from '../domain/categories/service.js';
-import { createEnterprise, createOrg, createPartner } from '../domain/orgs/service.js';
-import { createUser } from '../domain/users/service.js';
-import { type CliCommand, requireOption } from './command.js';
+import { categoryCreateInput, type CategoryItem, categoryUpdateInput } from '../domain/categories/schema.js';
+import { createCategory, updateCategory } from '../domain/categories/service.js';
+import {
+  createEnterprise,
+  createOrg,
+  createPartner,
+  type EnterpriseRecord,
+  listEnterprises,
+  listOrgs,
+  listPartners,
+  type OrgRecord,
+  orgUpdateInput,
+  type PartnerRecord,
+  updateOrg,
+} from '../domain/orgs/service.js';
+import { userCreateInput, type UserItem, userUpdateInput } from '../domain/users/schema.js';
+import { createUser, updateUser } from '../domain/users/service.js';
+import { type AdminApi, path } from './admin-api.js';
+import { adminCommand, type CliCommand, type CliOption, listAll, requireOption, UsageError } from './command.js';
+
+/** The id of what a create command made: `{"id"}`, whatever the record's own id field is called. */
+export interface Created {
+  id: string;
+}
+
+/** The tenant tree as the operator (database) or the admin key (admin API) sees it. */
+export interface TenantTree {
+  partners(): Promise<PartnerRecord[]>;
+  enterprises(partnerId: string): Promise<EnterpriseRecord[]>;
+  orgs(enterpriseId: string): Promise<OrgRecord[]>;
+}
+
+export function localTree(ctx: AppContext): TenantTree {
+  return {
+    partners: () => listAll((page) => listPartners(ctx, operatorCaller(), page)),
+    enterprises: (partnerId) => listAll((page) => listEnterprises(ctx, operatorCaller(), partnerId, page)),
+    orgs: (enterpriseId) => listAll((page) => listOrgs(ctx, operatorCaller(), enterpriseId, page)),
+  };
+}
+
+export function remoteTree(api: AdminApi): TenantTree {
+  return {
+    partners: () => listAll((page) => api.page<PartnerRecord>('/partners', page)),
+    enterprises: (partnerId) => listAll((page) => api.page<EnterpriseRecord>(path`/partners/${partnerId}/enterprises`, page)),
+    orgs: (enterpriseId) => listAll((page) => api.page<OrgRecord>(path`/enterprises/${enterpriseId}/orgs`, page)),
+  };
+}
+
+/** Every org of the tree, partner by partner, enterprise by enterprise. */
+export async function allOrgIds(tree: TenantTree): Promise<string[]> {
+  const ids: string[] = [];
+  for (const partner of await tree.partners()) {
+    for (const enterprise of await tree.enterprises(partner.partnerId)) {
+      ids.push(...(await tree.orgs(enterprise.enterpriseId)).map((org) => org.orgId));
+    }
+  }
+  return ids;
+}
+
+const NAME: CliOption = { type: 'string', value: 'N', required: true, description: 'the name' };
+const ORG: CliOption = { type: 'string', value: 'ID', required: true, description: 'the org' };
+
+const CATEGORY_OPTIONS: Record<string, CliOption> = {
+  name: { type: 'string', value: 'N', description: 'the category name (unique in the org, case-insensitively)' },
+  color: { type: 'string', value: '"#RRGGBB"', description: 'display colour, e.g. "#D32F2F"' },
+  severity: { type: 'string', value: '0..5', description: 'severity from 0 (lowest) to 5' },
+  'response-level': { type: 'string', value: 'LEVEL', description: 'none, hold, secure, lockdown, evacuate, shelter or medical' },
+};
+
+const USER_OPTIONS: Record<string, CliOption> = {
+  'first-name': { type: 'string', value: 'F', description: 'first name' },
+  'last-name': { type: 'string', value: 'L', description: 'last name' },
+  email: { type: 'string', value: 'E', description: 'e-mail address' },
+  role: { type: 'string', value: 'ROLE', description: 'responder, user (the default) or visitor' },
+  phone: { type: 'string', value: 'P', description: 'phone number' },
+};
+
+const CATEGORY_REQUIRED = ['name', 'color', 'severity', 'response-level'];
+const USER_REQUIRED = ['first-name', 'last-name', 'email'];
+
+/** The options, those named marked required. */
+const required = (options: Record<string, CliOption>, names: string[]) =>
+  Object.fromEntries(Object.entries(options).map(([name, option]) => [name, names.includes(name) ? { ...option, required: true } : option]));
+
+/** The options given, under the field names of the service's input (absent ones left out; `required` ones must be there). */
+function fields(values: Record<string, string | boolean | undefined>, names: Record<string, string>, required: string[] = []): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [option, field] of Object.entries(names)) {
+    if (required.includes(option)) out[field] = requireOption(values, option);
+    else if (typeof values[option] === 'string') out[field] = values[option];
+  }
+  return out;
+}
+
+const CATEGORY_FIELDS = { name: 'name', color: 'color', severity: 'severity', 'response-level': 'responseLevel' };
+const USER_FIELDS = {
+  'first-name': 'firstName',
+  'last-name': 'lastName',
+  email: 'email',
+  role: 'role',
+  phone: 'phoneNumber',
+  'access-level': 'accessLevel',
+  status: 'status',
+};
 
 export const directoryCommands: Record<string, CliCommand> = {
-  'admin partner create': {
+  'admin partner create': adminCommand<{ name: string }, Created>({
     summary: 'create a partner; prints its id',
-    options: { name: { type: 'string', value: 'N', required: true, description: 'the partner name' } },
-    run: async ({ ctx, values }) => ({ id: (await createPartner(ctx, operatorCaller(), { name: requireOption(values, 'name') })).partnerId }),
-  },
-  'admin enterprise create': {
+    options: { name: { ...NAME, description: 'the partner name' } },
+    input: ({ values }) => ({ name: requireOption(values, 'name') }),
+    local: async (ctx, body) => ({ id: (await createPartner(ctx, operatorCaller(), body)).partnerId }),
+    remote: async (api, body) => ({ id: (await api.post<PartnerRecord>('/partners', body)).partnerId }),
+  }),
+  'admin partner list': adminCommand<void, { items: PartnerRecord[] }>({
+    summary: 'list the partners, by name',
+    columns: ['partnerId', 'name', 'createdAt'],
+    input: () => undefined,
+    local: async (ctx) => ({ items: await localTree(ctx).partners() }),
+    remote: async (api) => ({ items: await remoteTree(api).partners() }),
+  }),
+  'admin enterprise create': adminCommand<{ partnerId: string; body: { name: string } }, Created>({
     summary: 'create an enterprise beneath a partner; prints its id',
     options: {
       partner: { type: 'string', value: 'ID', required: true, description: 'the partner it belongs to' },
-      name: { type: 'string', value: 'N', required: true, description: 'the enterprise name' },
+      name: { ...NAME, description: 'the enterprise name' },
     },
-    run: async ({ ctx, values }) => ({
-      id: (await createEnterprise(ctx, operatorCaller(), requireOption(values, 'partner'), { name: requireOption(values, 'name') })).enterpriseId,
-    }),
-  },
-  'admin org create': {
+    input: ({ values }) => ({ partnerId: requireOption(values, 'partner'), body: { name: requireOption(values, 'name') } }),
+    local: async (ctx, { partnerId, body }) => ({ id: (await createEnterprise(ctx, operatorCaller(), partnerId, body)).enterpriseId }),
+    remote: async (api, { partnerId, body }) => ({ id: (await api.post<EnterpriseRecord>(path`/partners/${partnerId}/enterprises`, body)).enterpriseId }),
+  }),
+  'admin enterprise list': adminCommand<string, { items: EnterpriseRecord[] }>({
+    summary: "list a partner's enterprises, by name",
+    options: { partner: { type: 'string', value: 'ID', required: true, description: 'the partner' } },
+    columns: ['enterpriseId', 'name', 'createdAt'],
+    input: ({ values }) => requireOption(values, 'partner'),
+    local: async (ctx, partnerId) => ({ items: await localTree(ctx).enterprises(partnerId) }),
+    remote: async (api, partnerId) => ({ items: await remoteTree(api).enterprises(partnerId) }),
+  }),
+  'admin org create': adminCommand<{ enterpriseId: string; body: { name: string } }, Created>({
     summary: 'create an org beneath an enterprise, with its Uncategorized category; prints its id',
     options: {
       enterprise: { type: 'string', value: 'ID', required: true, description: 'the enterprise it belongs to' },
-      name: { type: 'string', value: 'N', required: true, description: 'the org name' },
+      name: { ...NAME, description: 'the org name' },
     },
-    run: async ({ ctx, values }) => ({
-      id: (await createOrg(ctx, operatorCaller(), requireOption(values, 'enterprise'), { name: requireOption(values, 'name') })).orgId,
-    }),
-  },
-  'admin category create': {
-    summary: 'create an emergency category of an org; prints its id',
+    input: ({ values }) => ({ enterpriseId: requireOption(values, 'enterprise'), body: { name: requireOption(values, 'name') } }),
+    local: async (ctx, { enterpriseId, body }) => ({ id: (await createOrg(ctx, operatorCaller(), enterpriseId, body)).orgId }),
+    remote: async (api, { enterpriseId, body }) => ({ id: (await api.post<OrgRecord>(path`/enterprises/${enterpriseId}/orgs`, body)).orgId }),
+  }),
+  'admin org list': adminCommand<string, { items: OrgRecord[] }>({
+    summary: "list an enterprise's orgs, by name",
+    options: { enterprise: { type: 'string', value: 'ID', required: true, description: 'the enterprise' } },
+    columns: ['orgId', 'name', 'createdAt'],
+    input: ({ values }) => requireOption(values, 'enterprise'),
+    local: async (ctx, enterpriseId) => ({ items: await localTree(ctx).orgs(enterpriseId) }),
+    remote: async (api, enterpriseId) => ({ items: await remoteTree(api).orgs(enterpriseId) }),
+  }),
+  'admin org update': adminCommand<{ orgId: string; body: unknown }, OrgRecord>({
+    summary: "change an org's name or its acknowledgement deadline",
     options: {
-      org: { type: 'string', value: 'ID', required: true, description: 'the org' },
-      name: { type: 'string', value: 'N', required: true, description: 'the category name (unique in the org, case-insensitively)' },
-      color: { type: 'string', value: '"#RRGGBB"', required: true, description: 'display colour, e.g. "#D32F2F"' },
-      severity: { type: 'string', value: '0..5', required: true, description: 'severity from 0 (lowest) to 5' },
-      'response-level': {
+      org: ORG,
+      name: { type: 'string', value: 'N', description: 'the new name' },
+      'ack-deadline': {
         type: 'string',
-        value: 'LEVEL',
-        required: true,
-        description: 'none, hold, secure, lockdown, evacuate, shelter or medical',
+        value: 'S|off',
+        description: 'seconds (5..3600) base stations have to acknowledge each event before it is overdue; off turns it off',
       },
     },
-    run: async ({ ctx, values }) => ({
-      id: (
-        await createCategory(ctx, operatorCaller(), requireOption(values, 'org'), {
-          name: requireOption(values, 'name'),
-          color: requireOption(values, 'color'),
-          severity: requireOption(values, 'severity'),
-          responseLevel: requireOption(values, 'response-level'),
-        })
-      ).categoryId,
-    }),
-  },
-  'admin user create': {
-    summary: 'create a user of an org; prints its id',
-    options: {
-      org: { type: 'string', value: 'ID', required: true, description: 'the org' },
-      'first-name': { type: 'string', value: 'F', required: true, description: 'first name' },
-      'last-name': { type: 'string', value: 'L', required: true, description: 'last name' },
-      email: { type: 'string', value: 'E', required: true, description: 'e-mail address' },
-      role: { type: 'string', value: 'ROLE', description: 'responder, user (the default) or visitor' },
-      phone: { type: 'string', value: 'P', description: 'phone number' },
+    input: ({ values }) => {
+      const changes: { name?: string; ackDeadlineSeconds?: number | null } = {};
+      if (typeof values.name === 'string') changes.name = values.name;
+      const deadline = values['ack-deadline'];
+      if (typeof deadline === 'string') changes.ackDeadlineSeconds = deadline === 'off' ? null : /^\d+$/.test(deadline) ? Number(deadline) : Number.NaN;
+      if (Object.keys(changes).length === 0) throw new UsageError('give --name or --ack-deadline');
+      // Validated here by the service's own schema, so that a bad value is the same usage error in both modes.
+      return { orgId: requireOption(values, 'org'), body: orgUpdateInput.parse(changes) };
     },
-    run: async ({ ctx, values }) => ({
-      id: (
-        await createUser(ctx, operatorCaller(), requireOption(values, 'org'), {
-          firstName: requireOption(values, 'first-name'),
-          lastName: requireOption(values, 'last-name'),
-          email: requireOption(values, 'email'),
-          role: values.role,
-          phoneNumber: values.phone,
-        })
-      ).userId,
+    local: (ctx, { orgId, body }) => updateOrg(ctx, operatorCaller(), orgId, body),
+    remote: (api, { orgId, body }) => api.patch<OrgRecord>(path`/orgs/${orgId}`, body),
+  }),
+  'admin category create': adminCommand<{ orgId: string; body: unknown }, Created>({
+    summary: 'create an emergency category of an org; prints its id',
+    options: { org: ORG, ...required(CATEGORY_OPTIONS, CATEGORY_REQUIRED) },
+    // Validated here by the service's own schema, so that a bad value is the same usage error in both modes.
+    input: ({ values }) => ({
+      orgId: requireOption(values, 'org'),
+      body: categoryCreateInput.parse(fields(values, CATEGORY_FIELDS, CATEGORY_REQUIRED)),
     }),
-  },
+    local: async (ctx, { orgId, body }) => ({ id: (await createCategory(ctx, operatorCaller(), orgId, body)).categoryId }),
+    remote: async (api, { orgId, body }) => ({ id: (await api.post<CategoryItem>(path`/orgs/${orgId}/categories`, body)).categoryId }),
+  }),
+  'admin category update': adminCommand<{ orgId: string; categoryId: string; body: unknown }, CategoryItem>({
+    summary: "change a category's name, colour, severity or response level (Uncategorized cannot change)",
+    positionals: [{ name: 'ID', description: 'the category id' }],
+    options: { org: ORG, ...CATEGORY_OPTIONS },
+    input: ({ values, positionals }) => ({
+      orgId: requireOption(values, 'org'),
+      categoryId: positionals[0]!,
+      body: categoryUpdateInput.parse(fields(values, CATEGORY_FIELDS)),
+    }),
+    local: (ctx, { orgId, categoryId, body }) => updateCategory(ctx, operatorCaller(), orgId, categoryId, body),
+    remote: (api, { orgId, categoryId, body }) => api.patch<CategoryItem>(path`/orgs/${orgId}/categories/${categoryId}`, body),
+  }),
+  'admin user create': adminCommand<{ orgId: string; body: unknown }, Created>({
+    summary: 'create a user of an org; prints its id',
+    options: { org: ORG, ...required(USER_OPTIONS, USER_REQUIRED) },
+    input: ({ values }) => ({ orgId: requireOption(values, 'org'), body: userCreateInput.parse(fields(values, USER_FIELDS, USER_REQUIRED)) }),
+    local: async (ctx, { orgId, body }) => ({ id: (await createUser(ctx, operatorCaller(), orgId, body)).userId }),
+    remote: async (api, { orgId, body }) => ({ id: (await api.post<UserItem>(path`/orgs/${orgId}/users`, body)).userId }),
+  }),
+  'admin user update': adminCommand<{ orgId: string; userId: string; body: unknown }, UserItem>({
+    summary: "change a user's names, e-mail, phone, role, access level or status",
+    positionals: [{ name: 'ID', description: 'the user id' }],
+    options: {
+      org: ORG,
+      ...USER_OPTIONS,
+      role: { ...USER_OPTIONS.role!, description: 'responder, user or visitor' },
+      phone: { ...USER_OPTIONS.phone!, description: 'phone number ("" removes it)' },
+      'access-level': { type: 'string', value: 'LEVEL', description: 'admin or member' },
+      status: { type: 'string', value: 'STATUS', description: 'active, invited or disabled' },
+    },
+    input: ({ values, positionals }) => {
+      const changes: Record<string, string | null> = fields(values, USER_FIELDS);
+      if (changes.phoneNumber === '') changes.phoneNumber = null;
+      return { orgId: requireOption(values, 'org'), userId: positionals[0]!, body: userUpdateInput.parse(changes) };
+    },
+    local: (ctx, { orgId, userId, body }) => updateUser(ctx, operatorCaller(), orgId, userId, body),
+    remote: (api, { orgId, userId, body }) => api.patch<UserItem>(path`/orgs/${orgId}/users/${userId}`, body),
+  }),
 };

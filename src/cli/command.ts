@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
 import type { AppContext } from '../context.js';
+import type { AdminApi } from './admin-api.js';
 
 export type CliOptions = NonNullable<ParseArgsConfig['options']>;
 
@@ -19,7 +20,14 @@ export interface CliPositional {
   description: string;
 }
 
-export interface CliCommand<R = unknown> {
+/** A command's parsed arguments. */
+export interface CliArgs {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+/** What every command declares for its help and its output. */
+interface CommandInfo<R> {
   /** One line: in the group's listing and at the top of the command's help. */
   summary: string;
   /** Positional arguments it requires, in order. */
@@ -29,17 +37,55 @@ export interface CliCommand<R = unknown> {
   details?: string[];
   /** What `--json` does for this command, in its help; false when it has no JSON output. Default: one JSON object. */
   json?: string | false;
-  /** Commands that need no database (e.g. serve, which opens its own). */
-  standalone?: boolean;
-  /** Pending migrations are applied before `run` unless false: `migrate` applies them itself, to report what it applied. */
-  migrateFirst?: boolean;
   /** Columns of the `items` table in the human-readable output (default: every field). */
   columns?: string[];
   /** The human-readable output, instead of the default `key: value` lines and tables. */
   human?(result: R): string;
   /** When the result reports a failure (e.g. a test ping that failed): the message; the exit code is then 1. */
   failure?(result: R): string | null;
-  run(args: { values: Record<string, string | boolean | undefined>; positionals: string[]; ctx: AppContext }): Promise<R>;
+  /** May create a missing SQLite database (migrate, the demo, the first admin key); other commands refuse one (exit 66). */
+  createsDatabase?: boolean;
+}
+
+/** A command without an admin API route that works on the database of DATABASE_URL (migrate, the demo). */
+export interface DatabaseCommand<R = unknown> extends CommandInfo<R> {
+  standalone?: false;
+  /** Pending migrations are applied before `run` unless false: `migrate` applies them itself, to report what it applied. */
+  migrateFirst?: boolean;
+  run(args: CliArgs & { ctx: AppContext }): Promise<R>;
+}
+
+/** A command that opens what it needs itself, or nothing (serve and worker open their database, device simulate a socket). */
+export interface StandaloneCommand<R = unknown> extends CommandInfo<R> {
+  standalone: true;
+  run(args: CliArgs): Promise<R>;
+}
+
+/**
+ * A command with an admin API route. Its arguments are parsed once (`input`, before anything is opened); then it
+ * runs either on the database through the domain services (`local`, as the operator) or on a server through its
+ * admin API (`remote`). Both give the same result `R`, so the output does not depend on where the command ran.
+ */
+export interface AdminCommand<I = unknown, R = unknown> extends CommandInfo<R> {
+  standalone?: undefined;
+  input(args: CliArgs): I;
+  local(ctx: AppContext, input: I): Promise<R>;
+  remote(api: AdminApi, input: I): Promise<R>;
+}
+
+/** Any command (each has its own input and result types: the methods' parameters are checked bivariantly). */
+export type CliCommand = AdminCommand | DatabaseCommand | StandaloneCommand;
+
+export const isAdminCommand = (command: CliCommand): command is AdminCommand => 'remote' in command;
+
+/** Declares a command that works on the database only (the literal alone could not tell it from the other kinds). */
+export function databaseCommand<R>(command: DatabaseCommand<R>): DatabaseCommand<R> {
+  return command;
+}
+
+/** Declares an admin command: its type parameters hold `local` and `remote` to one input and one result type. */
+export function adminCommand<I, R>(command: AdminCommand<I, R>): AdminCommand<I, R> {
+  return command;
 }
 
 /** The options in the form node:util parseArgs takes. */
@@ -81,4 +127,19 @@ export async function listAll<T>(page: (params: { cursor?: string; limit: number
     cursor = result.nextCursor ?? undefined;
   } while (cursor);
   return items;
+}
+
+/** The first `n` items of a paged list (newest first for deliveries), a page of at most 200 at a time. */
+export async function firstItems<T>(
+  n: number,
+  page: (params: { cursor?: string; limit: number }) => Promise<{ items: T[]; nextCursor: string | null }>,
+): Promise<T[]> {
+  const items: T[] = [];
+  let cursor: string | undefined;
+  do {
+    const result = await page({ cursor, limit: Math.min(200, n - items.length) });
+    items.push(...result.items);
+    cursor = result.nextCursor ?? undefined;
+  } while (cursor && items.length < n);
+  return items.slice(0, n);
 }

@@ -1,12 +1,15 @@
 import type { AppContext } from '../context.js';
 import { operatorCaller } from '../domain/access/principal.js';
 import { createCategory } from '../domain/categories/service.js';
-import { createAdminKey } from '../domain/admin-keys/service.js';
-import { createApiKey } from '../domain/keys/service.js';
+import { createAdminKey, revokeAdminKey } from '../domain/admin-keys/service.js';
+import { createApiKey, revokeApiKey } from '../domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../domain/orgs/service.js';
 import { createUser } from '../domain/users/service.js';
 
 const DEMO_ORG_NAME = 'Demo Org';
+/** With the demo org (API key) or the instance (admin key) as subject, these names mark the keys a demo start replaces. */
+const DEMO_KEY_NAME = 'demo key';
+const DEMO_ADMIN_KEY_NAME = 'demo admin key';
 
 const DEMO_CATEGORIES = [
   { name: 'Fire', color: '#D32F2F', severity: 5, responseLevel: 'evacuate' },
@@ -23,10 +26,12 @@ const DEMO_USERS = [
 ];
 
 /**
- * Creates (or reuses) the demo partner, enterprise and org with categories and users, then mints a fresh read+write key:
- * keys are shown only once, so every run makes one.
+ * Creates (or reuses) the demo partner, enterprise and org with categories and users, then mints a fresh read+write key
+ * and an instance admin key (keys are shown only once, so every run makes them) and revokes the ones earlier runs
+ * minted, so that the demo leaves one usable pair, the one just printed. The new keys are minted first: a failure
+ * between the two steps leaves an extra key (revoked by the next run), never none.
  */
-export async function provisionDemo(ctx: AppContext) {
+export async function provisionDemoKeys(ctx: AppContext) {
   const existing = await ctx.db.db.selectFrom('orgs').select(['id', 'enterprise_id', 'partner_id']).where('name', '=', DEMO_ORG_NAME).executeTakeFirst();
   let ids: { partnerId: string; enterpriseId: string; orgId: string };
   if (existing) {
@@ -41,12 +46,51 @@ export async function provisionDemo(ctx: AppContext) {
     ids = { partnerId: partner.partnerId, enterpriseId: enterprise.enterpriseId, orgId: org.orgId };
   }
   const key = await createApiKey(ctx, operatorCaller(), {
-    name: 'demo key',
+    name: DEMO_KEY_NAME,
     subjectType: 'org',
     subjectId: ids.orgId,
     permissions: ['read', 'write'],
   });
   // An admin key of the whole instance, for the admin API (also minted afresh on every run).
-  const admin = await createAdminKey(ctx, operatorCaller(), { name: 'demo admin key', subject: { type: 'instance' } });
-  return { ...ids, keyId: key.id, key: key.key, adminKeyId: admin.adminKeyId, adminKey: admin.key };
+  const admin = await createAdminKey(ctx, operatorCaller(), { name: DEMO_ADMIN_KEY_NAME, subject: { type: 'instance' } });
+  const revoked = await revokePreviousDemoKeys(ctx, ids.orgId, { apiKeyId: key.id, adminKeyId: admin.adminKeyId });
+  return { demo: { ...ids, keyId: key.id, key: key.key, adminKeyId: admin.adminKeyId, adminKey: admin.key }, revoked };
+}
+
+/** The demo org and its fresh keys (the previous demo keys revoked), as `admin demo` prints them. */
+export async function provisionDemo(ctx: AppContext) {
+  return (await provisionDemoKeys(ctx)).demo;
+}
+
+/** The demo keys of earlier runs still active, revoked through the key services (audit entries included). */
+async function revokePreviousDemoKeys(ctx: AppContext, orgId: string, keep: { apiKeyId: string; adminKeyId: string }) {
+  const apiKeys = await ctx.db.db
+    .selectFrom('api_keys')
+    .select('id')
+    .where('name', '=', DEMO_KEY_NAME)
+    .where('subject_type', '=', 'org')
+    .where('subject_id', '=', orgId)
+    .where('status', '=', 'active')
+    .where('id', '!=', keep.apiKeyId)
+    .execute();
+  const adminKeys = await ctx.db.db
+    .selectFrom('admin_keys')
+    .select('id')
+    .where('name', '=', DEMO_ADMIN_KEY_NAME)
+    .where('subject_type', '=', 'instance')
+    .where('status', '=', 'active')
+    .where('id', '!=', keep.adminKeyId)
+    .execute();
+  for (const { id } of apiKeys) await revokeApiKey(ctx, operatorCaller(), id);
+  for (const { id } of adminKeys) await revokeAdminKey(ctx, operatorCaller(), id);
+  return { apiKeyIds: apiKeys.map((k) => k.id), adminKeyIds: adminKeys.map((k) => k.id) };
+}
+
+/**
+ * `serve --demo` is for trying the service on one machine: webhooks to a receiver on this machine
+ * (http://127.0.0.1:...) are accepted unless WEBHOOK_ALLOW_PRIVATE_TARGETS is set, to false, explicitly.
+ */
+export function withDemoDefaults(env: Record<string, string | undefined>): Record<string, string | undefined> {
+  const setting = env.WEBHOOK_ALLOW_PRIVATE_TARGETS;
+  return setting === undefined || setting === '' ? { ...env, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' } : env;
 }

@@ -24,14 +24,50 @@ interface EmergencyView {
   location?: { floorId?: string; latitude?: number; longitude?: number } | null;
 }
 
+/** The data of emergency.delivery_overdue and emergency.delivery_completed (acknowledgement deadlines). */
+interface DeliveryView {
+  eventOffset?: number;
+  eventType?: string;
+  deadlineSeconds?: number;
+  targeted?: number;
+  silentDevices?: { name?: string; online?: boolean }[];
+  silentDevicesTotal?: number;
+  completedAfterMs?: number;
+}
+
+type AlertEvent = { eventType?: string; emergencyId?: string; createdAt?: string; data?: { emergency?: EmergencyView } & DeliveryView };
+
+/** "declared #41": the watched event a deadline event is about. */
+function watchedEvent(d: DeliveryView): string {
+  return `${(d.eventType ?? 'event').replace(/^emergency\./, '')} #${d.eventOffset ?? '?'}`;
+}
+
+/** A deadline event: which base stations stayed silent past the deadline, or that they all acknowledged since. */
+function formatDelivery(head: string, event: AlertEvent): string {
+  const d = event.data ?? {};
+  const emergency = `emergency ${event.emergencyId ?? '?'}`;
+  if (event.eventType === 'emergency.delivery_completed') {
+    const after = d.completedAfterMs === undefined ? '' : `, ${(d.completedAfterMs / 1000).toFixed(1)} s after the overdue`;
+    return [`${head} DELIVERY COMPLETED: all ${d.targeted ?? '?'} acknowledged`, `${watchedEvent(d)}${after}`, emergency].join(' | ');
+  }
+  const listed = d.silentDevices ?? [];
+  const total = d.silentDevicesTotal ?? listed.length;
+  const names = listed.map((s) => `${s.name ?? '?'}${s.online === false ? ' (offline)' : ''}`);
+  if (total > listed.length) names.push(`and ${total - listed.length} more`);
+  return [
+    `${head} DELIVERY OVERDUE: ${total} of ${d.targeted ?? '?'} silent: ${names.join(', ')}`,
+    `${watchedEvent(d)} not acknowledged within ${d.deadlineSeconds ?? '?'} s`,
+    emergency,
+  ].join(' | ');
+}
+
 /** One alert as a base station would show it. */
-export function formatAlert(
-  offset: number,
-  event: { eventType?: string; emergencyId?: string; createdAt?: string; data?: { emergency?: EmergencyView } },
-): string {
+export function formatAlert(offset: number, event: AlertEvent): string {
+  const head = `[${event.createdAt ?? new Date().toISOString()}] #${offset}`;
+  if (event.eventType === 'emergency.delivery_overdue' || event.eventType === 'emergency.delivery_completed') return formatDelivery(head, event);
   const e = event.data?.emergency ?? {};
   const kind = (event.eventType ?? 'event').replace(/^emergency\./, '').toUpperCase();
-  const parts = [`[${event.createdAt ?? new Date().toISOString()}] #${offset} EMERGENCY ${kind}`];
+  const parts = [`${head} EMERGENCY ${kind}`];
   if (e.category?.name) parts.push(`${e.category.name} (severity ${e.category.severity ?? '?'}, ${e.category.color ?? ''})`.replace(', )', ')'));
   if (e.description) parts.push(JSON.stringify(e.description));
   const where: string[] = [];
@@ -91,7 +127,7 @@ export function simulateDevice(options: SimulatorOptions): Promise<void> {
       });
       ws.on('message', (data) => {
         heard();
-        let frame: { type?: string; offset?: number; event?: Parameters<typeof formatAlert>[1] };
+        let frame: { type?: string; offset?: number; event?: AlertEvent };
         try {
           frame = JSON.parse(data.toString());
         } catch {
@@ -100,7 +136,12 @@ export function simulateDevice(options: SimulatorOptions): Promise<void> {
         if (frame.type === 'ping') {
           ws.send('{"type":"pong"}');
         } else if (frame.type === 'event' && typeof frame.offset === 'number') {
-          if (lastOffset !== undefined && frame.offset <= lastOffset) return; // already shown
+          // An offset already handled (sent again because its acknowledgement deadline is near, or a replay
+          // overlap): not shown twice, but acknowledged again so the service stops waiting for this device.
+          if (lastOffset !== undefined && frame.offset <= lastOffset) {
+            ws.send(JSON.stringify({ type: 'ack', offset: frame.offset }));
+            return;
+          }
           lastOffset = frame.offset;
           out.write(options.json ? `${JSON.stringify(frame)}\n` : `${formatAlert(frame.offset, frame.event ?? {})}\n`);
           ws.send(JSON.stringify({ type: 'ack', offset: frame.offset }));

@@ -1,4 +1,4 @@
-import type { CliCommand, CliOption } from './command.js';
+import { type CliCommand, type CliOption, isAdminCommand } from './command.js';
 
 const PROGRAM = 'emergency-api';
 
@@ -15,6 +15,7 @@ const GROUP_SUMMARIES: Record<string, string> = {
   'admin admin-key': 'Admin keys of the admin API (/api/admin/v1).',
   'admin device': 'Base-station devices and their tokens.',
   'admin webhook': 'Webhook subscriptions, their deliveries, replays and test pings.',
+  'admin cap-mapping': 'The mapping of CAP event names to categories, which ingested CAP alerts follow.',
   device: 'Tools for base-station devices.',
 };
 
@@ -84,9 +85,29 @@ function columns(rows: [string, string][], indent = '  '): string[] {
 
 const GLOBAL_OPTIONS: [string, string][] = [
   ['--json', 'admin commands: print one JSON object on stdout (errors on stderr, exit code ≠ 0)'],
+  ['--url URL', 'admin commands: run over the admin API of this server, e.g. http://127.0.0.1:8080 (default EMERGENCY_API_URL)'],
+  ['--admin-key KEY', 'with --url: an admin key of that server, enk_adm_... (default EMERGENCY_API_ADMIN_KEY)'],
   ['-h, --help', `help of any group or command, e.g. "${PROGRAM} admin webhook --help"`],
   ['-v, --version', 'print the version'],
 ];
+
+/** Commands without an admin API route that work on the database (serve and worker open their own). */
+const databaseOnly = (commands: Record<string, CliCommand>) =>
+  Object.entries(commands)
+    .filter(([, command]) => !isAdminCommand(command) && !command.standalone)
+    .map(([name]) => name);
+
+/** Where the admin commands run: shown with the program's and the admin group's help. */
+function whereCommandsRun(commands: Record<string, CliCommand>): string[] {
+  return [
+    'Where admin commands run:',
+    '  Over the admin API of a server when EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY are set, or --url URL and',
+    '  --admin-key KEY are given (the flags win; before the command words, --url always names the server). Otherwise',
+    '  on the database of DATABASE_URL (default sqlite:./data/emergency.db, which only migrate, admin demo and',
+    '  admin admin-key create may create: other commands exit 66 when it is missing).',
+    `  Database only: ${databaseOnly(commands).join(', ')} (with EMERGENCY_API_URL set, they need DATABASE_URL).`,
+  ];
+}
 
 /** The commands of a group (their words after the group's), each with its one-line summary. */
 export function groupHelp(commands: Record<string, CliCommand>, group: string[]): string {
@@ -103,7 +124,9 @@ export function groupHelp(commands: Record<string, CliCommand>, group: string[])
   if (summary) lines.push(summary, '');
   lines.push('Commands:');
   lines.push(...columns(members.map(([name, command]) => [words(name).slice(group.length).join(' '), command.summary])));
-  lines.push('', 'Options:', ...columns(GLOBAL_OPTIONS), '', `Run "${prefix} <command> --help" for a command's arguments and options.`);
+  lines.push('', 'Options:', ...columns(GLOBAL_OPTIONS));
+  if (group.length === 0 || (group.length === 1 && group[0] === 'admin')) lines.push('', ...whereCommandsRun(commands));
+  lines.push('', `Run "${prefix} <command> --help" for a command's arguments and options.`);
   return `${lines.join('\n')}\n`;
 }
 
@@ -132,11 +155,25 @@ export function commandHelp(name: string, command: CliCommand): string {
   const required = all.filter(([, spec]) => spec.required).map(row);
   const optional = all.filter(([, spec]) => !spec.required).map(row);
   if (command.json !== false) optional.push(['--json', command.json ?? 'print one JSON object on stdout instead of text']);
+  const admin = isAdminCommand(command);
+  // Here --url is the command's own option (a receiver's URL): the server's goes before the command words.
+  const ownUrl = command.options?.url !== undefined;
+  if (admin && !ownUrl) optional.push(['--url URL', 'run over the admin API of this server (default EMERGENCY_API_URL)']);
+  if (admin) optional.push(['--admin-key KEY', 'an admin key of that server (default EMERGENCY_API_ADMIN_KEY)']);
   optional.push(['-h, --help', 'show this help']);
   // One width for both lists, so that their descriptions line up.
   const aligned = columns([...required, ...optional]);
   if (required.length) lines.push('', 'Required options:', ...aligned.slice(0, required.length));
   lines.push('', 'Options:', ...aligned.slice(required.length));
   if (command.details?.length) lines.push('', ...command.details);
+  if (admin) {
+    lines.push(
+      '',
+      'Runs over the admin API when a server and an admin key are given (EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY,',
+      `or ${ownUrl ? `"${PROGRAM} --url URL --admin-key KEY ${name} ..."` : '--url and --admin-key'}); otherwise on the database of DATABASE_URL.`,
+    );
+  } else if (!command.standalone) {
+    lines.push('', 'Works on the database of DATABASE_URL only: it has no admin API route (with EMERGENCY_API_URL set, set DATABASE_URL too).');
+  }
   return `${lines.join('\n')}\n`;
 }

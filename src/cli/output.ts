@@ -8,7 +8,7 @@ const NULL_MEANS: Record<string, string> = { allowedOrgIds: 'all', eventTypes: '
 
 const fieldValue = (field: string, value: unknown, separator?: string) =>
   value === null && NULL_MEANS[field] ? NULL_MEANS[field] : formatValue(value, separator);
-/** Wider table cells (URLs, error texts) are cut; `--json` has them whole. */
+/** Wider table cells (URLs, error texts) are cut, except in the last column, which no other follows; `--json` has them whole. */
 const MAX_CELL_WIDTH = 64;
 
 /** Control characters (a receiver's response body, a name) must not break a line or drive the terminal. */
@@ -52,14 +52,14 @@ function header(column: string): string {
   return column.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toUpperCase();
 }
 
-function cell(field: string, value: unknown): string {
+function cell(field: string, value: unknown, last: boolean): string {
   const text = fieldValue(field, value, ',');
-  return text.length > MAX_CELL_WIDTH ? `${text.slice(0, MAX_CELL_WIDTH - 1)}…` : text;
+  return text.length > MAX_CELL_WIDTH && !last ? `${text.slice(0, MAX_CELL_WIDTH - 1)}…` : text;
 }
 
 /** Rows under a header, columns aligned (the last one is not padded). */
 export function formatTable(items: Record<string, unknown>[], columns: string[]): string {
-  const rows = [columns.map(header), ...items.map((item) => columns.map((c) => cell(c, item[c])))];
+  const rows = [columns.map(header), ...items.map((item) => columns.map((c, i) => cell(c, item[c], i === columns.length - 1)))];
   const widths = columns.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   return rows.map((row) => row.map((text, i) => (i === row.length - 1 ? text : text.padEnd(widths[i]!))).join('  ')).join('\n');
 }

@@ -1,9 +1,11 @@
+import { capCommands } from './admin-cap.js';
 import { deviceCommands } from './admin-devices.js';
 import { directoryCommands } from './admin-directory.js';
 import { keyCommands } from './admin-keys.js';
 import type { CliCommand } from './command.js';
 import { serveCommands } from './serve.js';
 import { webhookCommands } from './admin-webhooks.js';
+import { webhookListenCommands } from './webhook-listen.js';
 import { workerCommands } from './worker.js';
 
 /** Every command of the `emergency-api` executable, by its words. */
@@ -13,5 +15,7 @@ export const commands: Record<string, CliCommand> = {
   ...keyCommands,
   ...deviceCommands,
   ...webhookCommands,
+  ...capCommands,
+  ...webhookListenCommands,
   ...workerCommands,
 };

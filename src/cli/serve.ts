@@ -1,47 +1,70 @@
 import { createContext } from '../create-context.js';
-import { loadConfig } from '../config.js';
+import { type Config, loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { migrations } from '../db/migrations/index.js';
-import type { CliCommand } from './command.js';
-import { provisionDemo } from './demo.js';
+import { type CliCommand, databaseCommand } from './command.js';
+import { provisionDemo, provisionDemoKeys, withDemoDefaults } from './demo.js';
+import { prepareAttachmentDirectory, startupStep } from './startup-failure.js';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
+
+const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+
+/** What `serve --demo` prints once it listens: the keys (shown once), the console and a first request. */
+function demoBanner(url: string, database: string, config: Config, { demo, revoked }: Awaited<ReturnType<typeof provisionDemoKeys>>): string {
+  const base = `${url}/api/public/v1`;
+  return `${[
+    '',
+    `emergency-api is listening on ${url} (database ${database})`,
+    `  demo org id : ${demo.orgId}`,
+    `  demo API key: ${demo.key}   (shown once)`,
+    `  admin key   : ${demo.adminKey}   (shown once; the admin API at ${url}/api/admin/v1)`,
+    `  console     : ${url}/console   (sign in with either key)`,
+    revoked.apiKeyIds.length + revoked.adminKeyIds.length > 0
+      ? `  earlier demo keys: ${plural(revoked.apiKeyIds.length, 'API key')} and ${plural(revoked.adminKeyIds.length, 'admin key')} revoked; only the keys above work`
+      : null,
+    config.WEBHOOK_ALLOW_PRIVATE_TARGETS
+      ? '  webhooks    : local receivers (http://127.0.0.1:...) accepted in demo mode; WEBHOOK_ALLOW_PRIVATE_TARGETS=false to refuse them'
+      : '  webhooks    : public https receivers only (WEBHOOK_ALLOW_PRIVATE_TARGETS=false)',
+    '',
+    'Declare an emergency:',
+    `  curl -s -X POST ${base}/orgs/${demo.orgId}/emergencies \\`,
+    `    -H "Authorization: Bearer ${demo.key}" -H "Content-Type: application/json" \\`,
+    `    -d '{"categoryName":"Fire","description":"Smoke on floor 2"}'`,
+    '',
+  ]
+    .filter((line) => line !== null)
+    .join('\n')}\n`;
+}
 
 export const serveCommands: Record<string, CliCommand> = {
   serve: {
     summary: 'run the server: REST, admin API, MCP, device gateway and webhook delivery',
-    options: { demo: { type: 'boolean', description: 'provision a demo org (or reuse it) and print a fresh API key and admin key' } },
+    options: {
+      demo: {
+        type: 'boolean',
+        description:
+          'provision a demo org (or reuse it), print a fresh API key and admin key (revoking the previous demo keys); accept local webhook receivers',
+      },
+    },
     json: false,
-    details: ['Reads its configuration from the environment (PORT, HOST, DATABASE_URL, ...); applies pending migrations; stops on SIGTERM or SIGINT.'],
+    details: [
+      'Reads its configuration from the environment (PORT, HOST, DATABASE_URL, ...); applies pending migrations; stops on SIGTERM or SIGINT.',
+      'A start-up failure prints what to change and exits with a code of its kind ("Start-up" in docs/operations.md).',
+    ],
     standalone: true,
     run: async ({ values }) => {
-      const config = loadConfig();
-      const ctx = createContext(config);
-      await migrateToLatest(ctx.db);
-      const demo = values.demo ? await provisionDemo(ctx) : null;
+      const demo = values.demo === true;
+      const config = loadConfig(demo ? withDemoDefaults(process.env) : process.env);
+      const ctx = await startupStep('database', config, () => createContext(config));
+      const applied = await startupStep('database', config, () => migrateToLatest(ctx.db));
+      for (const name of applied) process.stderr.write(`migration ${name} applied\n`);
+      await startupStep('attachments', config, () => prepareAttachmentDirectory(config));
       // The web stack is loaded by this command only, not by every command of the CLI.
       const { startServer } = await import('../server.js');
-      const server = await startServer(config, ctx);
+      const server = await startupStep('listen', config, () => startServer(config, ctx));
+      for (const name of applied) server.app.log.info({ migration: name }, `migration ${name} applied`);
       if (server.metricsUrl) server.app.log.info({ url: `${server.metricsUrl}/metrics` }, 'metrics listener started');
-      if (demo) {
-        const base = `${server.url}/api/public/v1`;
-        process.stdout.write(
-          `${[
-            '',
-            `emergency-api is listening on ${server.url} (database ${ctx.db.describe})`,
-            `  demo org id : ${demo.orgId}`,
-            `  demo API key: ${demo.key}   (shown once)`,
-            `  admin key   : ${demo.adminKey}   (shown once; the admin API at ${server.url}/api/admin/v1)`,
-            `  console     : ${server.url}/console   (sign in with either key)`,
-            '',
-            'Declare an emergency:',
-            `  curl -s -X POST ${base}/orgs/${demo.orgId}/emergencies \\`,
-            `    -H "Authorization: Bearer ${demo.key}" -H "Content-Type: application/json" \\`,
-            `    -d '{"categoryName":"Fire","description":"Smoke on floor 2"}'`,
-            '',
-          ].join('\n')}\n`,
-        );
-      }
       const shutdown = async (signal: string) => {
         server.app.log.info({ signal }, 'shutting down');
         const timer = setTimeout(() => process.exit(1), SHUTDOWN_TIMEOUT_MS);
@@ -52,23 +75,28 @@ export const serveCommands: Record<string, CliCommand> = {
       };
       process.once('SIGTERM', () => void shutdown('SIGTERM'));
       process.once('SIGINT', () => void shutdown('SIGINT'));
+      // Keys are minted only once the server listens: a start that fails leaves no new key behind.
+      if (demo) process.stdout.write(demoBanner(server.url, ctx.db.describe, config, await provisionDemoKeys(ctx)));
       return undefined;
     },
   },
-  migrate: {
+  migrate: databaseCommand({
     summary: 'apply pending database migrations and name the ones applied',
     json: 'print {"applied":[names]} on stdout instead of text',
     // Not applied before it runs, so that it reports what it applied itself.
     migrateFirst: false,
+    // The way to create a new database (DATABASE_URL unset: sqlite:./data/emergency.db).
+    createsDatabase: true,
     run: async ({ ctx }) => ({ applied: await migrateToLatest(ctx.db) }),
     human: ({ applied }: { applied: string[] }) => {
       const total = Object.keys(migrations).length;
       if (applied.length === 0) return `Database already up to date (${total} migrations applied).`;
       return [`Applied ${applied.length} migration${applied.length === 1 ? '' : 's'}:`, ...applied.map((name) => `  ${name}`)].join('\n');
     },
-  },
-  'admin demo': {
+  }),
+  'admin demo': databaseCommand({
     summary: 'provision a demo org with categories and users (or reuse it); prints a fresh API key and admin key once',
+    createsDatabase: true,
     run: ({ ctx }) => provisionDemo(ctx),
-  },
+  }),
 };

@@ -5,9 +5,11 @@ import type { IdempotencyScope } from './idempotency.js';
 import type { UnitOfWork } from './unit-of-work.js';
 
 export type { DatabaseTimeouts, DbHandle, Dialect, FailureReport, SqliteStatements } from './handle.js';
+export { DatabaseMissingError } from './handle.js';
 
-export function openDatabase(url: string, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS): DbHandle {
-  return url.startsWith('sqlite:') ? openSqlite(url.slice('sqlite:'.length), timeouts) : openPostgres(url, timeouts);
+/** `create: false` refuses a SQLite file that does not exist (DatabaseMissingError) instead of creating it. */
+export function openDatabase(url: string, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS, options: { create?: boolean } = {}): DbHandle {
+  return url.startsWith('sqlite:') ? openSqlite(url.slice('sqlite:'.length), timeouts, options.create ?? true) : openPostgres(url, timeouts);
 }
 
 export type Tx = UnitOfWork;

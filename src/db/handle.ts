@@ -16,6 +16,13 @@ export interface DatabaseTimeouts {
 
 export const DEFAULT_TIMEOUTS: DatabaseTimeouts = { statementTimeoutMs: 5000, connectTimeoutMs: 2000 };
 
+/** A SQLite file that is not there, opened by a command that must not create one (the server would not use a new one). */
+export class DatabaseMissingError extends Error {
+  constructor(readonly location: string) {
+    super(`No database at ${location}.`);
+  }
+}
+
 /** A failure the database handle survived, with what it did about it. */
 export type FailureReport = (err: Error, consequence: string) => void;
 

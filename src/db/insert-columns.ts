@@ -90,6 +90,18 @@ export const INSERT_COLUMNS = {
     created_at: 'text',
   },
   message_dedupe: { org_id: 'text', dedupe_key: 'text', message_id: 'text', created_at: 'text' },
+  ack_deadlines: {
+    event_id: 'text',
+    org_id: 'text',
+    emergency_id: 'text',
+    event_type: 'text',
+    deadline_seconds: 'integer',
+    resend_at: 'text',
+    deadline_at: 'text',
+    state: 'text',
+    overdue_at: 'text',
+    closed_at: 'text',
+  },
   idempotency_keys: {
     api_key_id: 'text',
     idem_key: 'text',

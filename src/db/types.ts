@@ -21,6 +21,8 @@ export interface OrgTable {
   event_offset: number;
   /** Highest offset removed by event retention (0: none); reading after an older offset is a 410. */
   pruned_offset: number;
+  /** Seconds its devices have to acknowledge an event before it is overdue; null: no deadline. */
+  ack_deadline_seconds: number | null;
 }
 export interface CategoryTable {
   id: string;
@@ -31,6 +33,8 @@ export interface CategoryTable {
   severity: number;
   is_system: number;
   created_at: string;
+  /** Overrides the org's acknowledgement deadline for emergencies of this category; null: the org's. */
+  ack_deadline_seconds: number | null;
 }
 export interface UserTable {
   id: string;
@@ -277,6 +281,35 @@ export interface IdempotencyKeyTable {
   created_at: string;
   expires_at: string;
 }
+/** An event's acknowledgement deadline (see migration 0013). */
+export interface AckDeadlineTable {
+  event_id: string;
+  org_id: string;
+  emergency_id: string;
+  event_type: string;
+  deadline_seconds: number;
+  /** Half-way to the deadline: when gateways send the event again to connected devices that have not acknowledged it. */
+  resend_at: string;
+  deadline_at: string;
+  /** `pending`, then `met` or `overdue`; an overdue one ends `completed` or `expired`. */
+  state: string;
+  /** The time of the emergency.delivery_overdue event. */
+  overdue_at: string | null;
+  /** When the row reached `met`, `completed` or `expired`. */
+  closed_at: string | null;
+}
+/** An organization's mapping of a CAP `event` to one of its categories (see migration 0014). */
+export interface CapEventMappingTable {
+  id: string;
+  org_id: string;
+  /** The event trimmed, its white space collapsed, in lower case: what an ingested alert's event is looked up by. */
+  event_key: string;
+  /** The event as it was given. */
+  event: string;
+  category_id: string;
+  created_at: string;
+  updated_at: string;
+}
 /** A live webhook worker (see migration 0010). */
 export interface DeliveryWorkerTable {
   worker_id: string;
@@ -309,4 +342,6 @@ export interface Database {
   webhook_attempts: WebhookAttemptTable;
   idempotency_keys: IdempotencyKeyTable;
   delivery_workers: DeliveryWorkerTable;
+  ack_deadlines: AckDeadlineTable;
+  cap_event_mappings: CapEventMappingTable;
 }

@@ -1,6 +1,16 @@
 import type { Kysely, SelectQueryBuilder } from 'kysely';
 import type { IdempotencyScope } from './idempotency.js';
-import type { AttachmentTable, AuditLogTable, Database, EmergencyTable, EventTable, MessageDedupeTable, MessageTable, ResolutionTable } from './types.js';
+import type {
+  AckDeadlineTable,
+  AttachmentTable,
+  AuditLogTable,
+  Database,
+  EmergencyTable,
+  EventTable,
+  MessageDedupeTable,
+  MessageTable,
+  ResolutionTable,
+} from './types.js';
 
 // A service states an operation as the rows it writes; how they reach the database is the adapter's business.
 
@@ -41,6 +51,8 @@ export interface Writes {
   /** A message of an existing conversation with its attachments and, if all-inline, a dedupe row whose key fails an identical concurrent post. */
   messages: { insert(message: MessageTable, attachments: readonly AttachmentTable[], dedupe: MessageDedupeTable | null): void };
   audit: { record(row: AuditLogTable): void };
+  /** An event's acknowledgement deadline, written with the event it watches. */
+  deadlines: { insert(row: AckDeadlineTable): void };
   events: { append(event: EventInsert): void };
 }
 
@@ -86,6 +98,7 @@ export class WriteSet implements Writes {
   readonly attachmentRows: AttachmentTable[] = [];
   readonly dedupeRows: MessageDedupeTable[] = [];
   readonly auditRows: AuditLogTable[] = [];
+  readonly deadlineRows: AckDeadlineTable[] = [];
   readonly eventRows: EventInsert[] = [];
 
   readonly emergencies = {
@@ -102,6 +115,7 @@ export class WriteSet implements Writes {
     },
   };
   readonly audit = { record: (row: AuditLogTable) => void this.auditRows.push(row) };
+  readonly deadlines = { insert: (row: AckDeadlineTable) => void this.deadlineRows.push(row) };
   readonly events = { append: (event: EventInsert) => void this.eventRows.push(event) };
 
   /** The unit of work a service sees: the adapter's reads and locks, writes recorded here. */
@@ -112,6 +126,7 @@ export class WriteSet implements Writes {
       resolutions: this.resolutions,
       messages: this.messages,
       audit: this.audit,
+      deadlines: this.deadlines,
       events: this.events,
       afterCommit: parts.afterCommit,
       skipLocked: parts.skipLocked,
@@ -123,14 +138,15 @@ export class WriteSet implements Writes {
     return this.emergencyChanges.length === 0 && this.resolutionRows.length === 0;
   }
 
-  /** Whether every emergency, message, attachment and audit row recorded is `orgId`'s (one statement writes the org once). */
+  /** Whether every emergency, message, attachment, audit and deadline row recorded is `orgId`'s (one statement writes the org once). */
   rowsAllOf(orgId: string): boolean {
     return (
       this.emergencyInserts.every((row) => row.org_id === orgId) &&
       this.messageRows.every((row) => row.org_id === orgId) &&
       this.attachmentRows.every((row) => row.org_id === orgId) &&
       this.dedupeRows.every((row) => row.org_id === orgId) &&
-      this.auditRows.every((row) => row.org_id === orgId)
+      this.auditRows.every((row) => row.org_id === orgId) &&
+      this.deadlineRows.every((row) => row.org_id === orgId)
     );
   }
 

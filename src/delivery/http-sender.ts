@@ -1,5 +1,5 @@
 import { Agent, type Dispatcher, interceptors, request } from 'undici';
-import { hostOf, isPublicAddress } from '../domain/outbound/public-host.js';
+import { hostOf, isPublicAddress, nonPublicAddressReason } from '../domain/outbound/public-host.js';
 import { MAX_ANSWER_TTL_MS, TargetResolver } from './target-resolver.js';
 
 /** What is kept of a response body: enough to diagnose, never enough to store someone's payload. */
@@ -30,11 +30,17 @@ function parseRetryAfter(value: string | string[] | undefined, now: number): num
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
 
+/**
+ * The attempt's error when the target policy refused the address, e.g. `refused by target policy: 127.0.0.1 is a loopback
+ * address`: recorded on the attempt, so that the deliveries list tells the subscriber why nothing arrived.
+ */
+const refusedByPolicy = (reason: string) => `refused by target policy: ${reason}`;
+
 function describeFailure(err: unknown, timedOut: boolean): string {
   if (timedOut) return 'timeout';
-  const e = err as { code?: string; name?: string; dnsCode?: string; cause?: { code?: string; dnsCode?: string } };
+  const e = err as { code?: string; name?: string; message?: string; dnsCode?: string; cause?: { code?: string; dnsCode?: string; message?: string } };
   const code = e?.code ?? e?.cause?.code;
-  if (code === 'EWEBHOOK_NON_PUBLIC') return 'target resolves to a non-public address';
+  if (code === 'EWEBHOOK_NON_PUBLIC') return refusedByPolicy((e?.code ? e.message : e?.cause?.message) ?? 'a non-public address');
   if (code === 'EWEBHOOK_DNS_TIMEOUT') return 'DNS lookup timed out (dns_timeout)';
   if (code === 'EWEBHOOK_DNS') return `DNS lookup failed (${e?.dnsCode ?? e?.cause?.dnsCode})`;
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') return 'timeout';
@@ -81,7 +87,7 @@ export class WebhookSender {
       // An IP literal never goes through the lookup above, so it is checked here.
       const { host, isIp } = hostOf(new URL(url));
       if (isIp && !isPublicAddress(host)) {
-        return { ok: false, statusCode: null, body: null, error: 'target resolves to a non-public address', durationMs: elapsed(), retryAfterMs: null };
+        return { ok: false, statusCode: null, body: null, error: refusedByPolicy(nonPublicAddressReason(host)!), durationMs: elapsed(), retryAfterMs: null };
       }
     }
     // One controller and timer per request (cheaper than AbortSignal.timeout + AbortSignal.any on

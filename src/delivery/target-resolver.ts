@@ -3,7 +3,7 @@ import { type LookupAddress, type RecordWithTtl, Resolver } from 'node:dns';
 import { isIP } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import type { AppContext } from '../context.js';
-import { isPublicAddress } from '../domain/outbound/public-host.js';
+import { isPublicAddress, nonPublicAddressReason } from '../domain/outbound/public-host.js';
 import { FairSlots, SlotWaitTimeout } from './fair-slots.js';
 
 export const DEFAULT_DNS_TIMEOUT_MS = 3000;
@@ -26,6 +26,7 @@ export interface ResolvedAddress {
   ttl: number;
 }
 
+/** A target refused by the policy on addresses (WEBHOOK_ALLOW_PRIVATE_TARGETS unset); the message says why. */
 export class NonPublicAddressError extends Error {
   readonly code = 'EWEBHOOK_NON_PUBLIC';
 }
@@ -148,8 +149,10 @@ export class TargetResolver {
   };
 
   private async checked(name: string, addresses: ResolvedAddress[]): Promise<ResolvedAddress[]> {
-    if (!this.allowPrivateTargets && addresses.some((a) => !isPublicAddress(a.address))) {
-      throw new NonPublicAddressError(`${name} resolves to a non-public address`);
+    const refused = this.allowPrivateTargets ? undefined : addresses.find((a) => !isPublicAddress(a.address));
+    if (refused) {
+      const reason = nonPublicAddressReason(refused.address)!;
+      throw new NonPublicAddressError(name === refused.address ? reason : `${name} resolves to ${reason.replace(' is a', ', a').replace(' is an', ', an')}`);
     }
     return addresses;
   }

@@ -24,6 +24,7 @@ export class AckRecorder {
   /** An ack beyond what this connection was sent cannot be about this stream: it is ignored. */
   record(conn: DeviceConnection, offset: number): void {
     if (offset > conn.lastSent) return;
+    if (offset > conn.lastAcked) conn.lastAcked = offset;
     const { id: deviceId, orgId } = conn.device;
     const previous = this.pending.get(deviceId);
     if (!previous || previous.offset < offset) this.pending.set(deviceId, { deviceId, orgId, offset, at: new Date().toISOString() });

@@ -14,6 +14,28 @@ export class BackgroundWork {
     return p;
   }
 
+  /**
+   * Runs `check` every `intervalMs`, never two at a time (a tick while the previous check runs is skipped);
+   * `check` answers undefined when there is nothing to do. Returns the function that stops it.
+   */
+  every(intervalMs: number, where: string, check: () => Promise<unknown> | undefined): () => void {
+    let running = false;
+    const timer = setInterval(() => {
+      if (running) return;
+      const work = check();
+      if (!work) return;
+      running = true;
+      void this.run(
+        work.finally(() => {
+          running = false;
+        }),
+        where,
+      );
+    }, intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
   /** Resolves once nothing is running, including work started while waiting. */
   async settled(): Promise<void> {
     while (this.pending.size > 0) await Promise.all([...this.pending]);

@@ -18,6 +18,8 @@ export interface ConnectionLimits {
  */
 export class DeviceConnection {
   lastSent: number;
+  /** The highest offset the device acknowledged on this connection (written to the database in batches). */
+  lastAcked = 0;
   lastHeardAt = Date.now();
   closing = false;
 
@@ -65,6 +67,20 @@ export class DeviceConnection {
 
   sendStored(offset: number, payload: string): boolean {
     return this.sendReplayed(offset, eventFrame(offset, payload));
+  }
+
+  /**
+   * Sends an event already sent on this connection once more (an acknowledgement deadline's re-send), leaving `lastSent`
+   * as it is: the device ignores an offset it has handled, and acknowledges it again. False when it was not sent.
+   */
+  resend(offset: number, frame: Buffer): boolean {
+    if (!this.open || offset > this.lastSent) return false;
+    this.ws.send(frame, TEXT, this.onWritten);
+    if (this.ws.bufferedAmount > this.limits.maxBufferedBytes) {
+      this.close(CloseCode.tooSlow, 'too slow: send buffer limit exceeded; reconnect with after');
+      return false;
+    }
+    return true;
   }
 
   private writeWaiters: (() => void)[] = [];

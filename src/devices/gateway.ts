@@ -11,6 +11,7 @@ import { HeartbeatWatch } from './heartbeat-watch.js';
 import { OrgStreams } from './org-streams.js';
 import { Presence } from './presence.js';
 import { CloseCode, parseDeviceFrame } from './protocol.js';
+import { ResendWatch } from './resend-watch.js';
 import { RevocationWatch } from './revocation-watch.js';
 import { type Admission, type GatewayEdge, UpgradeGate } from './upgrade-gate.js';
 
@@ -27,6 +28,8 @@ export interface DeviceGatewayOptions {
   pollIntervalMs: number;
   /** Acknowledged offsets are written in batches at this interval. */
   ackFlushMs: number;
+  /** How often acknowledgement deadlines' re-sends that fell due are looked for. */
+  resendCheckMs: number;
   /** Per-device send buffer bound; a live device above it is disconnected (close 4429). */
   maxBufferedBytes: number;
   /** Largest frame a device may send. */
@@ -43,6 +46,7 @@ export const defaultGatewayOptions: DeviceGatewayOptions = {
   revocationCheckMs: 2_000,
   pollIntervalMs: 2_000,
   ackFlushMs: 1_000,
+  resendCheckMs: 1_000,
   maxBufferedBytes: 1024 * 1024,
   maxDeviceFrameBytes: 4 * 1024,
   maxConnections: 100_000,
@@ -54,7 +58,8 @@ export const defaultGatewayOptions: DeviceGatewayOptions = {
  * The device gateway: authenticates WebSocket upgrades on /devices/v1/stream (UpgradeGate), replays
  * and streams each org's committed events to its devices (OrgStreams), and keeps their presence and
  * acknowledged offsets in the database (Presence, AckRecorder). HeartbeatWatch and RevocationWatch
- * close the sockets of silent and revoked devices. This class wires one socket's events to them.
+ * close the sockets of silent and revoked devices; ResendWatch sends an event again half-way to its
+ * acknowledgement deadline. This class wires one socket's events to them.
  */
 export class DeviceGateway {
   private readonly options: DeviceGatewayOptions;
@@ -65,6 +70,7 @@ export class DeviceGateway {
   private readonly heartbeat: HeartbeatWatch;
   private readonly revocations: RevocationWatch;
   private readonly acks: AckRecorder;
+  private readonly resends: ResendWatch;
   private readonly gate: UpgradeGate;
   private readonly onError: (err: unknown, where: string) => void;
   private stopped: Promise<void> | undefined;
@@ -90,6 +96,7 @@ export class DeviceGateway {
     this.heartbeat = new HeartbeatWatch(this.connections, this.presence, options);
     this.revocations = new RevocationWatch(ctx.db, this.connections, this.background, options.revocationCheckMs);
     this.acks = new AckRecorder(ctx.db, this.background, options.ackFlushMs);
+    this.resends = new ResendWatch(ctx, this.connections, this.background, options.resendCheckMs);
     this.gate = new UpgradeGate(
       ctx,
       edge,
@@ -106,6 +113,7 @@ export class DeviceGateway {
     this.heartbeat.start();
     this.revocations.start();
     this.acks.start();
+    this.resends.start();
   }
 
   /** Refuses new devices, closes the open ones with a reconnect hint and writes what is left to write. */
@@ -123,6 +131,7 @@ export class DeviceGateway {
     this.streams.stop();
     this.heartbeat.stop();
     this.revocations.stop();
+    this.resends.stop();
     await this.connections.closeAll(this.options.closeGraceMs + 500);
     await this.acks.stop();
     await this.background.settled();

@@ -13,8 +13,7 @@ const MARGIN_MS = 60_000;
  */
 export class RevocationWatch {
   private checkedFrom = Date.now() - MARGIN_MS;
-  private running = false;
-  private timer: NodeJS.Timeout | undefined;
+  private stopChecks: (() => void) | undefined;
 
   constructor(
     private readonly handle: DbHandle,
@@ -24,28 +23,19 @@ export class RevocationWatch {
   ) {}
 
   start(): void {
-    this.timer = setInterval(() => this.check(), this.intervalMs);
-    this.timer.unref();
+    this.stopChecks = this.background.every(this.intervalMs, 'revocation check', () => this.check());
   }
 
   stop(): void {
-    clearInterval(this.timer);
+    this.stopChecks?.();
   }
 
-  private check(): void {
-    if (this.running || this.connections.size === 0) return;
-    this.running = true;
+  private check(): Promise<void> | undefined {
+    if (this.connections.size === 0) return undefined;
     const startedAt = Date.now();
-    this.background.run(
-      revokedSince(this.handle.db, this.connections.orgIds(), new Date(this.checkedFrom).toISOString())
-        .then((rows) => {
-          for (const row of rows) this.connections.get(row.id)?.close(CloseCode.revoked, 'device credential revoked');
-          this.checkedFrom = startedAt - MARGIN_MS;
-        })
-        .finally(() => {
-          this.running = false;
-        }),
-      'revocation check',
-    );
+    return revokedSince(this.handle.db, this.connections.orgIds(), new Date(this.checkedFrom).toISOString()).then((rows) => {
+      for (const row of rows) this.connections.get(row.id)?.close(CloseCode.revoked, 'device credential revoked');
+      this.checkedFrom = startedAt - MARGIN_MS;
+    });
   }
 }

@@ -3,7 +3,12 @@ import { nowIso } from '../domain/shared/ids.js';
 
 export const API_VERSION = '1.0.0';
 
-export type EmergencyEventType = 'emergency.declared' | 'emergency.categorized' | 'emergency.resolved';
+export type EmergencyEventType =
+  | 'emergency.declared'
+  | 'emergency.categorized'
+  | 'emergency.resolved'
+  | 'emergency.delivery_overdue'
+  | 'emergency.delivery_completed';
 
 export interface EventEnvelope {
   eventId: string;

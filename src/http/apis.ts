@@ -6,16 +6,20 @@ import { adminDocument, type OpenApiDocument, publicDocument } from './openapi-d
 import { ADMIN_PREFIX, API_PREFIX } from './prefixes.js';
 import { adminKeyAdminRoutes } from './routes/admin/admin-keys.js';
 import { apiKeyAdminRoutes } from './routes/admin/api-keys.js';
+import { capMappingAdminRoutes } from './routes/admin/cap-mappings.js';
 import { categoryAdminRoutes } from './routes/admin/categories.js';
 import { deviceAdminRoutes } from './routes/admin/devices.js';
 import { enterpriseAdminRoutes } from './routes/admin/enterprises.js';
+import { meAdminRoutes } from './routes/admin/me.js';
 import { orgAdminRoutes } from './routes/admin/orgs.js';
 import { partnerAdminRoutes } from './routes/admin/partners.js';
 import { userAdminRoutes } from './routes/admin/users.js';
 import { webhookAdminRoutes } from './routes/admin/webhooks.js';
+import { capRoutes } from './routes/cap.js';
 import { directoryRoutes } from './routes/directory.js';
 import { emergencyRoutes } from './routes/emergencies.js';
 import { feedRoutes } from './routes/feed.js';
+import { meRoutes } from './routes/me.js';
 import { messageRoutes } from './routes/messages.js';
 import { openApiDocumentRoute } from './routes/openapi-document.js';
 
@@ -34,7 +38,7 @@ const APIS: Api[] = [
     name: 'public',
     keys: PUBLIC_API_KEYS,
     document: publicDocument,
-    routes: [emergencyRoutes, directoryRoutes, feedRoutes, messageRoutes],
+    routes: [emergencyRoutes, directoryRoutes, feedRoutes, messageRoutes, meRoutes, capRoutes],
   },
   {
     prefix: ADMIN_PREFIX,
@@ -46,11 +50,13 @@ const APIS: Api[] = [
       enterpriseAdminRoutes,
       orgAdminRoutes,
       categoryAdminRoutes,
+      capMappingAdminRoutes,
       userAdminRoutes,
       apiKeyAdminRoutes,
       adminKeyAdminRoutes,
       webhookAdminRoutes,
       deviceAdminRoutes,
+      meAdminRoutes,
     ],
   },
 ];

@@ -1,17 +1,17 @@
 import { createHash } from 'node:crypto';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsync } from 'fastify';
 
 /**
  * `/docs`: an interactive reference of the public and the admin API (Scalar's standalone bundle,
- * served by this process from its npm package, so it works with no internet: fonts, the proxy and
- * telemetry are off). "Test request" takes a key in its authentication panel and calls this server.
+ * served by this process, so it works with no internet: fonts, the proxy and telemetry are off).
+ * "Test request" takes a key in its authentication panel and calls this server.
  */
 
-// The package exports its modules only; its browser bundle sits beside them in dist/browser.
-const scalarDir = join(dirname(createRequire(import.meta.url).resolve('@scalar/api-reference')), 'browser');
+// `npm run build` copies the bundle out of its npm package, a development dependency: the package
+// brings a browser framework and its tooling that a production install has no use for.
+const scalarDir = fileURLToPath(new URL('../../dist/docs/', import.meta.url));
 
 const CONFIG = {
   sources: [

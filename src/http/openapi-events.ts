@@ -25,19 +25,55 @@ const WHAT: Record<string, string> = {
   'emergency.declared': 'An emergency was declared.',
   'emergency.categorized': 'An emergency was moved to another category.',
   'emergency.resolved': 'An emergency was resolved.',
+  'emergency.delivery_overdue': 'Base stations have not acknowledged an emergency event by its acknowledgement deadline.',
+  'emergency.delivery_completed': 'Every base station an overdue event targets has now acknowledged it.',
+};
+
+const EMERGENCY_ID = '0195f3a8-0000-7000-8000-000000000002';
+
+/** What `data` holds, by event type. */
+const DATA: Record<string, { text: string; example: (type: string) => Json }> = {
+  change: {
+    text: '`data.emergency` is the Emergency after the change.',
+    example: (type) => ({ emergency: { emergencyId: EMERGENCY_ID, status: type.split('.')[1] } }),
+  },
+  'emergency.delivery_overdue': {
+    text:
+      "Appended once per watched event (declared, categorized or resolved) when its deadline (the organization's or the " +
+      "category's `ackDeadlineSeconds`) passes with a targeted base station silent. `data` (DeliveryOverdueData) names the " +
+      'watched event by `eventOffset` and `eventType` and lists the silent stations (at most 100, `silentDevicesTotal` counts ' +
+      'all): escalate from it (page someone, call the site). Only subscriptions without an event-type filter, or that list it, get it.',
+    example: () => ({
+      emergencyId: EMERGENCY_ID,
+      eventOffset: 41,
+      eventType: 'emergency.declared',
+      deadlineSeconds: 30,
+      targeted: 3,
+      acknowledged: 2,
+      silentDevices: [{ deviceId: '0195f3a8-0000-7000-8000-000000000003', name: 'Gym base station', online: false, lastSeenAt: '2026-11-21T16:02:11.000Z' }],
+      silentDevicesTotal: 1,
+    }),
+  },
+  'emergency.delivery_completed': {
+    text:
+      'Appended once after an emergency.delivery_overdue, when every station the watched event targets has acknowledged it: ' +
+      'stop escalating. `data` (DeliveryCompletedData) carries `completedAfterMs`, from the overdue event to the last acknowledgement.',
+    example: () => ({ emergencyId: EMERGENCY_ID, eventOffset: 41, eventType: 'emergency.declared', targeted: 3, completedAfterMs: 48210 }),
+  },
 };
 
 export function describeWebhooks(components: Json): Json {
   components.schemas ??= {};
   const webhooks: Json = {};
   for (const type of EVENT_TYPES) {
+    const data = DATA[type] ?? DATA.change!;
     webhooks[type] = {
       post: {
         operationId: `webhook_${type.replace('.', '_')}`,
         summary: `${type}: ${WHAT[type]}`,
         description:
           `${WHAT[type]} POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; ` +
-          '`data.emergency` is the Emergency after the change. Answer 2xx within the timeout; anything else is retried on the retry schedule.',
+          `${data.text} Answer 2xx within the timeout; anything else is retried on the retry schedule.`,
         tags: ['webhooks'],
         security: [],
         parameters: Object.entries(WEBHOOK_HEADERS).map(([name, h]) => ({ in: 'header', name, ...h })),
@@ -52,9 +88,9 @@ export function describeWebhooks(components: Json): Json {
                 apiVersion: '1.0.0',
                 createdAt: '2026-11-21T17:44:29.123Z',
                 orgId: '0195f3a8-0000-7000-8000-000000000001',
-                emergencyId: '0195f3a8-0000-7000-8000-000000000002',
-                sequence: 1,
-                data: { emergency: { emergencyId: '0195f3a8-0000-7000-8000-000000000002', status: type.split('.')[1] } },
+                emergencyId: EMERGENCY_ID,
+                sequence: type === 'emergency.delivery_completed' ? 3 : type === 'emergency.delivery_overdue' ? 2 : 1,
+                data: data.example(type),
               },
             },
           },
@@ -79,7 +115,9 @@ export function describeDeviceStream(components: Json): Json {
   };
   components.schemas.DeviceEventFrame = {
     type: 'object',
-    description: 'Server → device: one event, in offset order, no gap, no duplicate.',
+    description:
+      'Server → device: one event, in offset order, no gap. With an acknowledgement deadline, an event the device has not ' +
+      'acknowledged half-way to it is sent again (same offset, same bytes): ignore an offset already handled, but ack it again.',
     required: ['type', 'offset', 'event'],
     properties: { type: { const: 'event' }, offset: { type: 'integer', description: "The org's stream offset: ack it." }, event: ENVELOPE },
   };
@@ -104,7 +142,8 @@ export function describeDeviceStream(components: Json): Json {
         description:
           'Not an HTTP request: each message the service writes to a base station connected to `GET /devices/v1/stream` (a WebSocket ' +
           'upgrade with `Authorization: Bearer enk_dev_...`, optional `?after=<offset>` to replay what was missed, kept at least 7 days). ' +
-          'Frames are JSON text: DeviceEventFrame (in offset order, no gap, no duplicate) and DevicePingFrame (every 25 s). The device ' +
+          'Frames are JSON text: DeviceEventFrame (in offset order, no gap; an event not acknowledged half-way to its acknowledgement ' +
+          'deadline is sent again) and DevicePingFrame (every 25 s). The device ' +
           'answers with DeviceAckFrame when it has every event up to an offset. Close codes: 4401 revoked (do not reconnect), 4408 silent, ' +
           '4429 too slow (reconnect with after), 4409 replaced by a newer connection, 1001 going away, 1007 invalid frame.',
         security: [{ device: [] }],

@@ -120,8 +120,9 @@ export const TOOLS: readonly ToolDefinition[] = [
     name: 'list_events',
     title: 'List events of the organization',
     description:
-      "Lists the organization's event stream (emergency.declared, emergency.categorized, emergency.resolved) after an offset, oldest " +
-      'first: what base stations and webhook subscribers were sent. Use it to catch up on what happened since the last offset you saw; ' +
+      "Lists the organization's event stream (emergency.declared, emergency.categorized, emergency.resolved, and with an " +
+      'acknowledgement deadline emergency.delivery_overdue and emergency.delivery_completed) after an offset, oldest first: what base ' +
+      'stations and webhook subscribers were sent. Use it to catch up on what happened since the last offset you saw; ' +
       'lastOffset is the newest offset now. Pass nextCursor as cursor while it is non-null. Filter with eventType and emergencyId. Permission: read.',
     permission: 'read',
     input: listEventsQuery

@@ -61,6 +61,35 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly fullAcknowledgement = new client.Histogram({
+    name: 'event_full_acknowledgement_seconds',
+    help:
+      'For emergency events with an acknowledgement deadline, the time from the event to the acknowledgement of the last base ' +
+      'station it targets (observed at the deadline when all had acknowledged, else when the last one did).',
+    buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14_400, 86_400],
+    registers: [this.registry],
+  });
+
+  readonly deliveryOverdue = new client.Counter({
+    name: 'emergency_delivery_overdue_total',
+    help: 'emergency.delivery_overdue events appended, by the type of the event that went unacknowledged.',
+    labelNames: ['event_type'] as const,
+    registers: [this.registry],
+  });
+
+  readonly deliveryCompleted = new client.Counter({
+    name: 'emergency_delivery_completed_total',
+    help: 'emergency.delivery_completed events appended (an overdue event acknowledged by every base station it targets).',
+    labelNames: ['event_type'] as const,
+    registers: [this.registry],
+  });
+
+  readonly deviceResends = new client.Counter({
+    name: 'device_event_resends_total',
+    help: 'Event frames sent again to a connected base station that had not acknowledged them half-way to their deadline.',
+    registers: [this.registry],
+  });
+
   /** Read from the database for the scrapes (see readReceiptsWith). */
   private receiptReaders: ReceiptReaders | null = null;
   /** The latest read, shared by every scrape for RECEIPT_GAUGES_TTL_MS (a read still running included). */

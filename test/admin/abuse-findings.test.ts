@@ -4,6 +4,7 @@ import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createAdminKey } from '../../src/domain/admin-keys/service.js';
 import { createOrg } from '../../src/domain/orgs/service.js';
 import { keyCommands } from '../../src/cli/admin-keys.js';
+import type { AdminCommand } from '../../src/cli/command.js';
 import { type Receiver, startReceiver } from '../delivery/helpers.js';
 import { type ApiResponse, client } from '../helpers/http.js';
 import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
@@ -114,11 +115,9 @@ describe('admin API under abuse', () => {
 
     it('the CLI normalises an admin key subject too', async () => {
       // The command as the CLI runs it, in this process (its argument parsing is the CLI suite's).
-      const made = (await keyCommands['admin admin-key create']!.run({
-        ctx: server.ctx,
-        values: { name: 'cli upper', subject: `enterprise:${org.enterpriseId.toUpperCase()}` },
-        positionals: [],
-      })) as { key: string };
+      const command = keyCommands['admin admin-key create'] as AdminCommand;
+      const input = command.input({ values: { name: 'cli upper', subject: `enterprise:${org.enterpriseId.toUpperCase()}` }, positionals: [] });
+      const made = (await command.local(server.ctx, input)) as { key: string };
       assert.equal((await admin(made.key).get(`/orgs/${org.orgId}`)).status, 200);
     });
 

@@ -25,7 +25,7 @@ function importsOf(file: string): string[] {
 }
 
 const layerOf = (path: string) => path.split('/')[0]!;
-const SURFACES = ['http', 'mcp', 'devices', 'delivery', 'cli'];
+const SURFACES = ['http', 'mcp', 'devices', 'delivery', 'deadlines', 'cli'];
 /** The commands that start a process's surfaces: they compose, so they may import one. */
 const COMPOSERS = ['cli/serve.ts', 'cli/worker.ts'];
 
@@ -53,7 +53,7 @@ describe('architecture', () => {
     assert.deepEqual(offences, []);
   });
 
-  it('surfaces (REST, tool server, device gateway, webhook dispatcher, CLI) never import one another', () => {
+  it('surfaces (REST, tool server, device gateway, webhook dispatcher, deadline worker, CLI) never import one another', () => {
     const offences: string[] = [];
     for (const { file, path } of files) {
       const from = layerOf(path);

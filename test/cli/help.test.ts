@@ -43,13 +43,24 @@ describe('CLI help and version', () => {
     assert.ok(!listedCommands(admin.stdout).includes('serve'));
 
     assert.match(webhook.stdout, /^Usage: emergency-api admin webhook <command> \[options\]/);
-    assert.deepEqual(listedCommands(webhook.stdout), ['create', 'list', 'disable', 'enable', 'rotate-secret', 'delete', 'deliveries', 'replay', 'test']);
+    assert.deepEqual(listedCommands(webhook.stdout), [
+      'create',
+      'list',
+      'update',
+      'disable',
+      'enable',
+      'rotate-secret',
+      'delete',
+      'deliveries',
+      'replay',
+      'test',
+    ]);
     // Each command with its one-line description.
     assert.match(webhook.stdout, /\n {2}test +send a signed webhook\.ping now/);
     assert.equal(webhookHelpWord.stdout, webhook.stdout);
 
     assert.deepEqual(listedCommands(key.stdout).sort(), ['create', 'list', 'revoke', 'rotate']);
-    assert.deepEqual(listedCommands(device.stdout).sort(), ['create', 'list', 'revoke']);
+    assert.deepEqual(listedCommands(device.stdout).sort(), ['create', 'list', 'revoke', 'rotate-token']);
   });
 
   it("prints a command's usage, arguments and options", async () => {
@@ -101,6 +112,30 @@ describe('CLI help and version', () => {
     assert.match(nothing.stderr, /^Usage: emergency-api <command> \[options\]/);
     // --json: the error is one JSON object on stderr.
     assert.match(JSON.parse(asJson.stderr).error, /^unknown command "admin frobnicate"\n\nUsage: emergency-api admin <command>/);
+  });
+
+  it('describes where admin commands run: the server variables and flags, and the database-only commands', async () => {
+    const [root, admin, keyCreate, webhookCreate, migrate] = await Promise.all([
+      runCli(['--help'], env),
+      runCli(['admin', '--help'], env),
+      runCli(['admin', 'key', 'create', '--help'], env),
+      runCli(['admin', 'webhook', 'create', '--help'], env),
+      runCli(['migrate', '--help'], env),
+    ]);
+    for (const help of [root.stdout, admin.stdout]) {
+      assert.match(help, /\n {2}--url URL +admin commands: run over the admin API of this server.*EMERGENCY_API_URL/);
+      assert.match(help, /\n {2}--admin-key KEY +.*EMERGENCY_API_ADMIN_KEY/);
+      assert.match(help, /\nWhere admin commands run:\n/);
+      assert.match(help, /\n {2}Database only: migrate, admin demo /);
+      assert.match(help, /exit 66 when it is missing/);
+    }
+    assert.match(keyCreate.stdout, /\n {2}--url URL +run over the admin API of this server \(default EMERGENCY_API_URL\)\n/);
+    assert.match(keyCreate.stdout, /\n {2}--admin-key KEY +an admin key of that server \(default EMERGENCY_API_ADMIN_KEY\)\n/);
+    // Its own --url is the receiver's: the server's goes before the command words.
+    assert.doesNotMatch(webhookCreate.stdout, /--url URL +run over/);
+    assert.match(webhookCreate.stdout, /"emergency-api --url URL --admin-key KEY admin webhook create \.\.\."/);
+    assert.match(migrate.stdout, /\nWorks on the database of DATABASE_URL only/);
+    assert.doesNotMatch(migrate.stdout, /--admin-key/);
   });
 
   it('prints the package version with --version and -v', async () => {

@@ -35,7 +35,7 @@ describe('operator console', () => {
   });
   after(() => f.close());
 
-  it('signs in: a wrong key is refused where it was typed, a right key lists its organizations', async () => {
+  it('signs in: a wrong key is refused where it was typed, a right key opens its organization', async () => {
     const page = await f.newPage();
     await page.goto(`${f.server.url}/console/`);
     await page.getByLabel('API key').fill(`enk_live_0123abcd${'0'.repeat(64)}`);
@@ -46,12 +46,12 @@ describe('operator console', () => {
 
     await page.getByLabel('API key').fill(f.adminKey);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('heading', { name: 'Organizations' }).waitFor();
-    await page.getByRole('link', { name: new RegExp(f.orgName) }).waitFor();
+    // The instance holds one organization so far: its board opens without the picker.
+    await page.getByRole('heading', { name: 'Emergencies' }).waitFor();
+    await page.getByRole('navigation', { name: `${f.orgName} pages` }).waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem('emergency-console.key')), f.adminKey, 'kept in sessionStorage');
     assert.equal(await page.evaluate(() => localStorage.length), 0, 'never in localStorage');
     // An admin key sees the management pages; an API key does not.
-    await page.getByRole('link', { name: new RegExp(f.orgName) }).click();
     await page.getByRole('link', { name: 'Webhooks' }).waitFor();
     await page.getByRole('link', { name: 'API keys' }).waitFor();
     const reader = await f.signedIn(f.readKey);
@@ -132,7 +132,7 @@ describe('operator console', () => {
   });
 
   it('declare, re-categorize and resolve, each behind a confirmation that can be cancelled', async () => {
-    const page = await f.signedIn(f.writeKey);
+    const page = await f.signedIn(f.writeKey, 1280, { name: 'Ada Lovelace' });
     await page.getByRole('button', { name: 'Declare emergency' }).click();
     const form = page.getByRole('form', { name: 'Declare an emergency' });
     await form.getByLabel('Category').selectOption({ label: 'Fire (severity 5)' });
@@ -153,6 +153,7 @@ describe('operator console', () => {
     const declared = list.body.items.find((e: any) => e.description === 'Kitchen fire in the cafeteria');
     assert.ok(declared, 'declared through the console');
     assert.equal(declared.location.floorId, 'G');
+    assert.deepEqual(declared.declaredBy, { type: 'user', id: 'console:ada-lovelace', name: 'Ada Lovelace' });
 
     await page.getByRole('link', { name: 'Open it' }).click();
     await page.getByRole('heading', { name: /Fire emergency/ }).waitFor();
@@ -173,6 +174,7 @@ describe('operator console', () => {
     const resolved = (await f.api.get(`${orgPath}/emergencies/${declared.emergencyId}`)).body;
     assert.equal(resolved.status, 'resolved');
     assert.equal(resolved.resolutionNote, 'Put out with the extinguisher');
+    assert.deepEqual(resolved.resolvedBy, { type: 'user', id: 'console:ada-lovelace', name: 'Ada Lovelace' });
     assert.equal(await page.getByRole('button', { name: 'Resolve…' }).count(), 0, 'no more actions on a resolved emergency');
   });
 
@@ -332,16 +334,21 @@ describe('operator console', () => {
     const page = await f.signedIn(f.readKey);
     await page.getByText('This key can read only').waitFor();
     assert.equal(await page.getByRole('button', { name: 'Declare emergency' }).count(), 0);
-    // When the write check cannot tell, the controls are offered and the service's 403 is shown.
-    const probing = await f.newPage();
-    await probing.route('**/emergencies/00000000-0000-4000-8000-000000000000/resolutions', (route) => route.abort());
-    await probing.goto(`${f.server.url}/console/`);
-    await probing.getByLabel('API key').fill(f.readKey);
-    await probing.getByRole('button', { name: 'Sign in' }).click();
-    await probing.getByRole('link', { name: new RegExp(f.orgName) }).click();
-    await probing.getByRole('button', { name: 'Declare emergency' }).click();
-    await probing.getByRole('button', { name: 'Declare…' }).click();
-    const dialog = probing.getByRole('alertdialog', { name: 'Declare this emergency?' });
+    // Should the page believe the key may write (here its GET /me answer is altered in the browser), the
+    // service's 403 to the write is shown where it was attempted.
+    const believing = await f.newPage();
+    await believing.route('**/api/public/v1/me', async (route) => {
+      const response = await route.fetch();
+      const me = await response.json();
+      await route.fulfill({ response, json: { ...me, permissions: ['read', 'write'] } });
+    });
+    await believing.goto(`${f.server.url}/console/`);
+    await believing.getByLabel('API key').fill(f.readKey);
+    await believing.getByLabel('Your name (optional)').fill('Ada Lovelace');
+    await believing.getByRole('button', { name: 'Sign in' }).click();
+    await believing.getByRole('button', { name: 'Declare emergency' }).click();
+    await believing.getByRole('button', { name: 'Declare…' }).click();
+    const dialog = believing.getByRole('alertdialog', { name: 'Declare this emergency?' });
     await dialog.getByRole('button', { name: 'Declare now' }).click();
     await dialog
       .getByRole('alert')

@@ -77,8 +77,8 @@ describe('operator console live channel', () => {
     });
     await page.goto(`${f.server.url}/console/`);
     await page.getByLabel('API key').fill(f.writeKey);
+    // The key covers one organization: its board opens without the picker.
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('link', { name: new RegExp(f.orgName) }).click();
     await startAsked;
     // Long enough for a list asked for at the same time to have come back without what follows.
     await page.waitForTimeout(300);

@@ -25,8 +25,8 @@ export interface ConsoleFixture {
   devices: TestDevice[];
   /** A new page at `width` × (tall enough) in its own context (its own sessionStorage). */
   newPage(width?: number): Promise<Page>;
-  /** Signs in on a fresh page and opens the org's board. */
-  signedIn(key: string, width?: number): Promise<Page>;
+  /** Signs in on a fresh page and opens the org's board (a key of one org lands there; another picks it). */
+  signedIn(key: string, width?: number, options?: { name?: string }): Promise<Page>;
   addDevice(name: string): Promise<{ id: string; token: string }>;
   close(): Promise<void>;
 }
@@ -63,13 +63,17 @@ export async function consoleFixture(env: Record<string, string> = {}): Promise<
       page.setDefaultTimeout(10_000);
       return page;
     },
-    async signedIn(key, width = 1280) {
+    async signedIn(key, width = 1280, options = {}) {
       const page = await fixture.newPage(width);
       await page.goto(`${server.url}/console/`);
       await page.getByLabel('API key').fill(key);
+      if (options.name) await page.getByLabel('Your name (optional)').fill(options.name);
       await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('link', { name: new RegExp(fixture.orgName) }).click();
-      await page.getByRole('heading', { name: 'Emergencies' }).waitFor();
+      const board = page.getByRole('heading', { name: 'Emergencies' });
+      const picker = page.getByRole('heading', { name: 'Organizations' });
+      await board.or(picker).waitFor();
+      if (await picker.isVisible()) await page.getByRole('link', { name: new RegExp(fixture.orgName) }).click();
+      await board.waitFor();
       return page;
     },
     async addDevice(name) {

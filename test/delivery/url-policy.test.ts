@@ -67,9 +67,9 @@ describe('webhook target policy', () => {
       // `localhost` stands in for a public name re-pointed at an internal address after registration.
       const byName = await strict.send(`http://localhost:${port}/`, {}, '{}');
       assert.equal(byName.ok, false);
-      assert.equal(byName.error, 'target resolves to a non-public address');
+      assert.equal(byName.error, 'refused by target policy: localhost resolves to 127.0.0.1, a loopback address');
       const byIp = await strict.send(`http://127.0.0.1:${port}/`, {}, '{}');
-      assert.equal(byIp.error, 'target resolves to a non-public address');
+      assert.equal(byIp.error, 'refused by target policy: 127.0.0.1 is a loopback address');
       assert.equal(hits, 0, 'no connection reached the internal server');
       const allowed = await lenient.send(`http://localhost:${port}/`, {}, '{}');
       assert.equal(allowed.statusCode, 204);

@@ -8,6 +8,7 @@ import { loadConfig } from '../../src/config.js';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice, listDevices } from '../../src/domain/devices/service.js';
 import { declareEmergency } from '../../src/domain/emergencies/service.js';
+import { deadlineOrg, registerDevice } from '../deadlines/support.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey } from '../helpers/server.js';
 import { connectDevice, type DeviceTestServer, startDeviceServer } from './support.js';
@@ -96,6 +97,80 @@ describe('device admin CLI and simulator', () => {
       sim.kill('SIGINT');
       await new Promise((r) => sim.once('exit', r));
       await first.stop();
+    }
+  });
+});
+
+/** The simulator with acknowledgement deadlines: what it prints of deadline events, and how it treats an event sent again. */
+describe('device simulator and acknowledgement deadlines', { concurrency: true }, () => {
+  let server: DeviceTestServer;
+  const env = () => ({ ...process.env, DATABASE_URL: server.databaseUrl, LOG_LEVEL: 'silent' });
+
+  before(async () => {
+    server = await startDeviceServer({ devices: { ackFlushMs: 50 } });
+  });
+  after(() => server.close());
+
+  async function simulate(token: string, ...args: string[]) {
+    const sim = spawn(process.execPath, [BIN, 'device', 'simulate', '--url', server.wsUrl, '--token', token, ...args], { env: env() });
+    const lines = collectLines(sim);
+    const stop = async () => {
+      sim.kill('SIGINT');
+      if (sim.exitCode === null) await new Promise((r) => sim.once('exit', r));
+    };
+    return { lines, stop };
+  }
+
+  it('prints delivery_overdue naming the silent station, then delivery_completed once it acknowledges', async () => {
+    const org = await deadlineOrg(server.ctx, server.url);
+    assert.equal((await org.admin.patch(`/orgs/${org.orgId}`, { ackDeadlineSeconds: 5 })).status, 200);
+    const desk = await registerDevice(org, 'Front desk');
+    const gym = await registerDevice(org, 'Gym');
+    const { lines, stop } = await simulate(desk.token);
+    try {
+      await waitFor(() => lines.err.some((l) => l.startsWith('connected')), 'the simulator to connect', 60_000);
+      const declared = await org.api.post(`/orgs/${org.orgId}/emergencies`, { categoryName: 'Fire', description: 'Smoke in the gym' });
+      assert.equal(declared.status, 201);
+      const id = declared.body.emergencyId;
+      await waitFor(() => lines.out.length === 2, 'the alert and the overdue event', 20_000);
+      assert.match(lines.out[0]!, /#1 EMERGENCY DECLARED \| Fire/);
+      assert.match(
+        lines.out[1]!,
+        new RegExp(`^\\[[^\\]]+\\] #2 DELIVERY OVERDUE: 1 of 2 silent: Gym \\(offline\\) \\| declared #1 not acknowledged within 5 s \\| emergency ${id}$`),
+      );
+
+      // The silent station connects and acknowledges everything up to the overdue event.
+      const late = await connectDevice(server.wsUrl, gym.token);
+      late.send({ type: 'ack', offset: 2 });
+      await waitFor(() => lines.out.length === 3, 'the completed event', 20_000);
+      assert.match(
+        lines.out[2]!,
+        new RegExp(`^\\[[^\\]]+\\] #3 DELIVERY COMPLETED: all 2 acknowledged \\| declared #1, \\d+\\.\\d s after the overdue \\| emergency ${id}$`),
+      );
+      await late.close();
+    } finally {
+      await stop();
+    }
+  });
+
+  it('acknowledges again an event sent again before its deadline, without showing it twice', async () => {
+    const org = await deadlineOrg(server.ctx, server.url);
+    // Long enough for the simulator to start before the half-way re-send.
+    assert.equal((await org.admin.patch(`/orgs/${org.orgId}`, { ackDeadlineSeconds: 30 })).status, 200);
+    const device = await registerDevice(org, 'Resumed');
+    const declared = await org.api.post(`/orgs/${org.orgId}/emergencies`, { description: 'shown before the restart' });
+    assert.equal(declared.status, 201);
+    const ackedOffset = async () => (await org.api.get(`/orgs/${org.orgId}/devices`)).body.items.find((d: any) => d.deviceId === device.id).ackedOffset;
+    // A station that showed offset 1 but stopped before its acknowledgement reached the service resumes after it.
+    const { lines, stop } = await simulate(device.token, '--after', '1');
+    try {
+      await waitFor(() => lines.err.some((l) => l.includes('resuming after offset 1')), 'the simulator to connect', 60_000);
+      assert.equal(await ackedOffset(), 0);
+      // Half-way to the deadline the service sends offset 1 again; the simulator acknowledges it.
+      await waitFor(async () => (await ackedOffset()) === 1, 'the acknowledgement of the event sent again', 30_000);
+      assert.deepEqual(lines.out, [], 'nothing shown twice');
+    } finally {
+      await stop();
     }
   });
 });

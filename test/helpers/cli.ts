@@ -10,10 +10,14 @@ export interface CliResult {
   json: any;
 }
 
-/** Runs the real `emergency-api` executable as an operator would, against the given database. */
-export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+/**
+ * Runs the real `emergency-api` executable as an operator would, against the given database (or server: EMERGENCY_API_URL
+ * and EMERGENCY_API_ADMIN_KEY, unset unless given). A variable given as undefined is unset; `cwd` is where it runs.
+ */
+export function runCli(args: string[], env: Record<string, string | undefined>, options: { cwd?: string } = {}): Promise<CliResult> {
+  const childEnv = { ...process.env, LOG_LEVEL: 'silent', EMERGENCY_API_URL: undefined, EMERGENCY_API_ADMIN_KEY: undefined, ...env };
   return new Promise((done) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'silent', ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, [BIN, ...args], { env: childEnv, cwd: options.cwd, timeout: 60_000 }, (error, stdout, stderr) => {
       let json: unknown = null;
       try {
         json = JSON.parse(stdout);

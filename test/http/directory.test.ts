@@ -60,7 +60,7 @@ describe('categories, users and audit log', () => {
     assert.equal(uncategorized.isSystem, true);
     assert.equal(uncategorized.responseLevel, 'none');
     const fire = items.find((c) => c.name === 'Fire');
-    assert.deepEqual(Object.keys(fire).sort(), ['categoryId', 'color', 'createdAt', 'isSystem', 'name', 'responseLevel', 'severity']);
+    assert.deepEqual(Object.keys(fire).sort(), ['ackDeadlineSeconds', 'categoryId', 'color', 'createdAt', 'isSystem', 'name', 'responseLevel', 'severity']);
     assert.equal(fire.categoryId, org.categories.Fire);
     assert.equal(fire.isSystem, false);
     assert.match(fire.createdAt, /Z$/);

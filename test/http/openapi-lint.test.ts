@@ -61,7 +61,16 @@ describe('OpenAPI documents', () => {
 
   it('public: describes the webhook deliveries and the device frames, the write errors and the rate-limit headers', () => {
     const doc = documents.public;
-    assert.deepEqual(Object.keys(doc.webhooks).sort(), ['device-stream-frame', 'emergency.categorized', 'emergency.declared', 'emergency.resolved']);
+    assert.deepEqual(Object.keys(doc.webhooks).sort(), [
+      'device-stream-frame',
+      'emergency.categorized',
+      'emergency.declared',
+      'emergency.delivery_completed',
+      'emergency.delivery_overdue',
+      'emergency.resolved',
+    ]);
+    const overdueExample = doc.webhooks['emergency.delivery_overdue'].post.requestBody.content['application/json'].example;
+    assert.deepEqual(Object.keys(overdueExample.data).sort(), [...Object.keys(doc.components.schemas.DeliveryOverdueData.properties)].sort());
     assert.equal(doc.webhooks['emergency.declared'].post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/EventEnvelope');
     for (const [path, method] of [
       ['/orgs/{org_id}/emergencies', 'post'],

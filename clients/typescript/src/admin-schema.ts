@@ -113,7 +113,11 @@ export interface paths {
     delete?: never;
     options?: never;
     head?: never;
-    patch?: never;
+    /**
+     * Rename an organization or set its acknowledgement deadline (ackDeadlineSeconds 5..3600, null: off).
+     * @description With a deadline, every emergency event (declared, categorized, resolved) that a targeted base station has not acknowledged by then is followed by one emergency.delivery_overdue naming the silent stations, and once they all acknowledge by one emergency.delivery_completed. Half-way, the event is sent again to the connected stations that have not acknowledged it. A category may override the deadline. It applies to events written after the change.
+     */
+    patch: operations['updateOrganization'];
     trace?: never;
   };
   '/orgs/{org_id}/categories': {
@@ -150,10 +154,54 @@ export interface paths {
     options?: never;
     head?: never;
     /**
-     * Change a category's name, color, severity or response level (Uncategorized is immutable: 409).
-     * @description Change a category's name, color, severity or response level (Uncategorized is immutable: 409).
+     * Change a category's name, color, severity, response level or acknowledgement deadline (ackDeadlineSeconds 5..3600, overriding the organization's; null: the organization's). Uncategorized is immutable: 409.
+     * @description Change a category's name, color, severity, response level or acknowledgement deadline (ackDeadlineSeconds 5..3600, overriding the organization's; null: the organization's). Uncategorized is immutable: 409.
      */
     patch: operations['updateCategory'];
+    trace?: never;
+  };
+  '/orgs/{org_id}/cap-mappings': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The organization's mappings of CAP events to categories, by event.
+     * @description The organization's mappings of CAP events to categories, by event.
+     */
+    get: operations['listCapMappings'];
+    put?: never;
+    /**
+     * Map a CAP event to a category of the organization: 201 a new mapping, 200 when it replaces the mapping of that event.
+     * @description An ingested CAP alert (POST /orgs/{org_id}/cap of the public API) whose info `event` matches (case-insensitively, runs of white space as one) lands in this category; an event with no mapping lands in Uncategorized. At most 1000 mappings per organization. Recorded in the organization's audit log (cap_mapping.set).
+     */
+    post: operations['setCapMapping'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/orgs/{org_id}/cap-mappings/{mapping_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Remove a mapping: alerts with its event land in Uncategorized again (audit: cap_mapping.deleted).
+     * @description Remove a mapping: alerts with its event land in Uncategorized again (audit: cap_mapping.deleted).
+     */
+    delete: operations['deleteCapMapping'];
+    options?: never;
+    head?: never;
+    patch?: never;
     trace?: never;
   };
   '/orgs/{org_id}/users': {
@@ -560,6 +608,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/me': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The admin key making the request: its id, name, subject and the organizations beneath that subject (any admin key).
+     * @description `orgs` lists the first 200 organizations beneath the key’s subject by name, `orgsTotal` counts them all, and `orgsNextCursor`, when not null, continues the list with the public API’s `GET /orgs?cursor=` (an admin key is accepted there).
+     */
+    get: operations['getAdminMe'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -725,6 +793,40 @@ export interface components {
       /** @description The admin key itself: in the creating answer only. */
       key?: string;
     };
+    CapMappingRequest: {
+      /** @description A CAP `event` (e.g. SEVERE THUNDERSTORM), matched case-insensitively with runs of white space as one; an existing mapping of it is replaced. */
+      event: string;
+      /** @description The organization's category the event maps to. */
+      categoryId?: string;
+      /** @description The category by name (case-insensitive), instead of categoryId. */
+      categoryName?: string;
+    };
+    CapMapping: {
+      /** Format: uuid */
+      mappingId: string;
+      /** Format: uuid */
+      orgId: string;
+      /** @example SEVERE THUNDERSTORM */
+      event: string;
+      /** Format: uuid */
+      categoryId: string;
+      /** @example Severe Weather */
+      categoryName: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      updatedAt: string;
+    };
+    CapMappingList: {
+      /** @description Every mapping of the organization (at most 1000), by event. */
+      items: components['schemas']['CapMapping'][];
+    };
     Category: {
       /** Format: uuid */
       categoryId: string;
@@ -740,6 +842,11 @@ export interface components {
        * @example 2026-11-21T17:44:29.123Z
        */
       createdAt: string;
+      /**
+       * @description Acknowledgement deadline of this category's emergencies' events, overriding the organization's; null: the organization's.
+       * @example null
+       */
+      ackDeadlineSeconds: number | null;
     };
     DeviceStatus: {
       /** Format: uuid */
@@ -790,6 +897,82 @@ export interface components {
        * @example 2026-11-21T17:44:29.123Z
        */
       createdAt: string;
+      /**
+       * @description Seconds its base stations have to acknowledge an emergency event before an emergency.delivery_overdue; null: no deadline.
+       * @example 30
+       */
+      ackDeadlineSeconds: number | null;
+    };
+    Organization: {
+      /** Format: uuid */
+      orgId: string;
+      name: string;
+      /** Format: uuid */
+      enterpriseId: string;
+      enterpriseName: string;
+      /** Format: uuid */
+      partnerId: string;
+      partnerName: string;
+    };
+    /**
+     * @description The key that made the request: what it is, what it may do and which organizations it covers.
+     * @example {
+     *       "keyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b70",
+     *       "name": "Front desk console",
+     *       "kind": "api_key",
+     *       "permissions": [
+     *         "read",
+     *         "write"
+     *       ],
+     *       "subject": {
+     *         "type": "enterprise",
+     *         "id": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e"
+     *       },
+     *       "orgs": [
+     *         {
+     *           "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+     *           "name": "Northside Elementary",
+     *           "enterpriseId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e",
+     *           "enterpriseName": "Riverside School District",
+     *           "partnerId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6f",
+     *           "partnerName": "Acme Safety"
+     *         }
+     *       ],
+     *       "orgsTotal": 1,
+     *       "orgsNextCursor": null
+     *     }
+     */
+    WhoAmI: {
+      /**
+       * Format: uuid
+       * @description The id of the key that authenticated this request.
+       */
+      keyId: string;
+      /** @description The name the key was given when it was minted. */
+      name: string;
+      /** @enum {string} */
+      kind: 'api_key' | 'admin_key';
+      /** @description What the key may do in the organizations it covers: an API key its grants, an admin key always read and write. */
+      permissions: ('read' | 'write')[];
+      /** @description Whom the key was minted for; it covers every organization beneath it (an API key: narrowed by its allowed orgs). */
+      subject: {
+        /**
+         * @description `instance` for admin keys of the whole instance only.
+         * @enum {string}
+         */
+        type: 'instance' | 'partner' | 'enterprise' | 'org';
+        /**
+         * Format: uuid
+         * @description Absent for `instance`.
+         */
+        id?: string;
+      };
+      /** @description The organizations the key covers, by name then id: at most 200. */
+      orgs: components['schemas']['Organization'][];
+      /** @description How many organizations the key covers in all. */
+      orgsTotal: number;
+      /** @description Null when `orgs` is complete; else pass it as `cursor` to the public API's GET /orgs for the organizations after these. */
+      orgsNextCursor: string | null;
     };
     User: {
       /** Format: uuid */
@@ -1812,7 +1995,8 @@ export interface operations {
            *           "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *           "enterpriseId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *           "name": "string",
-           *           "createdAt": "2026-11-21T17:44:29.123Z"
+           *           "createdAt": "2026-11-21T17:44:29.123Z",
+           *           "ackDeadlineSeconds": 30
            *         }
            *       ],
            *       "nextCursor": "string"
@@ -2017,7 +2201,8 @@ export interface operations {
            *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *       "enterpriseId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *       "name": "string",
-           *       "createdAt": "2026-11-21T17:44:29.123Z"
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "ackDeadlineSeconds": 30
            *     }
            */
           'application/json': components['schemas']['OrganizationRecord'];
@@ -2267,7 +2452,8 @@ export interface operations {
            *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *       "enterpriseId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *       "name": "string",
-           *       "createdAt": "2026-11-21T17:44:29.123Z"
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "ackDeadlineSeconds": 30
            *     }
            */
           'application/json': components['schemas']['OrganizationRecord'];
@@ -2428,6 +2614,272 @@ export interface operations {
       };
     };
   };
+  updateOrganization: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          name?: string;
+          /**
+           * @description Seconds (5..3600) its base stations have to acknowledge each emergency event (declared, categorized, resolved) before an emergency.delivery_overdue is appended; the event is sent again half-way to the devices that have not acknowledged it. null turns deadlines off. A category may override it.
+           * @example 30
+           */
+          ackDeadlineSeconds?: number | null;
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "enterpriseId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "name": "string",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "ackDeadlineSeconds": 30
+           *     }
+           */
+          'application/json': components['schemas']['OrganizationRecord'];
+        };
+      };
+      /** @description bad_request: the URL or the JSON body is malformed. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the URL or the JSON body is malformed."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "the resource lies outside the admin key’s subject."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds the size limit. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds the size limit."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
   createCategory: {
     parameters: {
       query?: never;
@@ -2448,6 +2900,11 @@ export interface operations {
           severity: number;
           /** @enum {string} */
           responseLevel: 'none' | 'hold' | 'secure' | 'lockdown' | 'evacuate' | 'shelter' | 'medical';
+          /**
+           * @description Seconds the organization's base stations have to acknowledge an event of this category's emergencies before an emergency.delivery_overdue, overriding the organization's setting; null: the organization's.
+           * @example 30
+           */
+          ackDeadlineSeconds?: number | null;
         };
       };
     };
@@ -2471,7 +2928,8 @@ export interface operations {
            *       "responseLevel": "none",
            *       "severity": 0,
            *       "isSystem": true,
-           *       "createdAt": "2026-11-21T17:44:29.123Z"
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "ackDeadlineSeconds": null
            *     }
            */
           'application/json': components['schemas']['Category'];
@@ -2738,6 +3196,11 @@ export interface operations {
           severity?: number;
           /** @enum {string} */
           responseLevel?: 'none' | 'hold' | 'secure' | 'lockdown' | 'evacuate' | 'shelter' | 'medical';
+          /**
+           * @description Seconds the organization's base stations have to acknowledge an event of this category's emergencies before an emergency.delivery_overdue, overriding the organization's setting; null: the organization's.
+           * @example 30
+           */
+          ackDeadlineSeconds?: number | null;
         };
       };
     };
@@ -2761,7 +3224,8 @@ export interface operations {
            *       "responseLevel": "none",
            *       "severity": 0,
            *       "isSystem": true,
-           *       "createdAt": "2026-11-21T17:44:29.123Z"
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "ackDeadlineSeconds": null
            *     }
            */
           'application/json': components['schemas']['Category'];
@@ -2907,6 +3371,699 @@ export interface operations {
            *       "detail": {
            *         "error": "unsupported_media_type",
            *         "message": "the body is not application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  listCapMappings: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "items": [
+           *         {
+           *           "mappingId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "event": "SEVERE THUNDERSTORM",
+           *           "categoryId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "categoryName": "Severe Weather",
+           *           "createdAt": "2026-11-21T17:44:29.123Z",
+           *           "updatedAt": "2026-11-21T17:44:29.123Z"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['CapMappingList'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "the resource lies outside the admin key’s subject."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  setCapMapping: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CapMappingRequest'];
+      };
+    };
+    responses: {
+      /** @description The mapping of that event, replaced. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "mappingId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "event": "SEVERE THUNDERSTORM",
+           *       "categoryId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "categoryName": "Severe Weather",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "updatedAt": "2026-11-21T17:44:29.123Z"
+           *     }
+           */
+          'application/json': components['schemas']['CapMapping'];
+        };
+      };
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "mappingId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "event": "SEVERE THUNDERSTORM",
+           *       "categoryId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "categoryName": "Severe Weather",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "updatedAt": "2026-11-21T17:44:29.123Z"
+           *     }
+           */
+          'application/json': components['schemas']['CapMapping'];
+        };
+      };
+      /** @description bad_request: the URL or the JSON body is malformed. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the URL or the JSON body is malformed."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "the resource lies outside the admin key’s subject."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description conflict: the organization already has 1000 mappings. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "conflict",
+           *         "message": "the organization already has 1000 mappings."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds the size limit. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds the size limit."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  deleteCapMapping: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        org_id: string;
+        mapping_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "mappingId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "deleted": true
+           *     }
+           */
+          'application/json': {
+            /** Format: uuid */
+            mappingId: string;
+            /** @enum {boolean} */
+            deleted: true;
+          };
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "the resource lies outside the admin key’s subject."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization or mapping. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization or mapping."
            *       }
            *     }
            */
@@ -5673,7 +6830,9 @@ export interface operations {
           };
           allowedOrgIds?: string[] | null;
           /** @description Only these event types (default: every type). */
-          eventTypes?: ('emergency.declared' | 'emergency.categorized' | 'emergency.resolved')[] | null;
+          eventTypes?:
+            | ('emergency.declared' | 'emergency.categorized' | 'emergency.resolved' | 'emergency.delivery_overdue' | 'emergency.delivery_completed')[]
+            | null;
         };
       };
     };
@@ -6338,7 +7497,9 @@ export interface operations {
         'application/json': {
           url?: string;
           allowedOrgIds?: string[] | null;
-          eventTypes?: ('emergency.declared' | 'emergency.categorized' | 'emergency.resolved')[] | null;
+          eventTypes?:
+            | ('emergency.declared' | 'emergency.categorized' | 'emergency.resolved' | 'emergency.delivery_overdue' | 'emergency.delivery_completed')[]
+            | null;
         };
       };
     };
@@ -8691,6 +9852,189 @@ export interface operations {
            *       "detail": {
            *         "error": "conflict",
            *         "message": "the device is revoked."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  getAdminMe: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "keyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b70",
+           *       "name": "Front desk console",
+           *       "kind": "api_key",
+           *       "permissions": [
+           *         "read",
+           *         "write"
+           *       ],
+           *       "subject": {
+           *         "type": "enterprise",
+           *         "id": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e"
+           *       },
+           *       "orgs": [
+           *         {
+           *           "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "name": "Northside Elementary",
+           *           "enterpriseId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e",
+           *           "enterpriseName": "Riverside School District",
+           *           "partnerId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6f",
+           *           "partnerName": "Acme Safety"
+           *         }
+           *       ],
+           *       "orgsTotal": 1,
+           *       "orgsNextCursor": null
+           *     }
+           */
+          'application/json': components['schemas']['WhoAmI'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "the resource lies outside the admin key’s subject."
            *       }
            *     }
            */

@@ -5,7 +5,18 @@
  */
 export type { AdminClient, AdminClientOptions, CommonClientOptions, ErrorResponse, HTTPValidationError, PublicClient, PublicClientOptions } from './http.js';
 export { ADMIN_API_PATH, createAdminClient, createClient, errorCode, isErrorResponse, isValidationError, PUBLIC_API_PATH } from './http.js';
-export type { Emergency, EmergencyEvent, WebhookEvent, WebhookHeaders, WebhookPing } from './webhooks.js';
+export type {
+  DeliveryCompletedData,
+  DeliveryCompletedEvent,
+  DeliveryOverdueData,
+  DeliveryOverdueEvent,
+  Emergency,
+  EmergencyChangeEvent,
+  EmergencyEvent,
+  WebhookEvent,
+  WebhookHeaders,
+  WebhookPing,
+} from './webhooks.js';
 export { verifyWebhook, WebhookVerificationError } from './webhooks.js';
 export type { DeviceEventContext, DeviceStreamEnd, DeviceStreamOptions, DeviceStreamStatus } from './device-stream.js';
 export { connectDevice, DEVICE_STREAM_PATH, DeviceCloseCode, DeviceStream, deviceStreamUrl } from './device-stream.js';

@@ -339,6 +339,88 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/me': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The key making the request: its id, name, kind, permissions, subject and the organizations it covers (any valid key).
+     * @description Answers for an API key and for an admin key alike, so a client learns what it may do without trying a write. `orgs` lists the first 200 covered organizations by name, `orgsTotal` counts them all, and `orgsNextCursor`, when not null, continues the list with `GET /orgs?cursor=`.
+     */
+    get: operations['getMe'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/orgs/{org_id}/emergencies/{emergency_id}/cap': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The emergency's latest state as one CAP 1.2 alert (permission: read).
+     * @description msgType Alert (declared), Update (re-categorized) or Cancel (resolved), status Actual, scope Private. Each transition is one message: identifier `<emergencyId>.<sequence>` (the declare is `.1`), sender `urn:uuid:<orgId>`, `references` naming the earlier messages (and, for an ingested alert, the message it came from). The info's category, severity and area follow the mapping of docs/cap.md. Valid by the official CAP 1.2 schema.
+     */
+    get: operations['getEmergencyCap'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/orgs/{org_id}/cap/feed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The organization's CAP alerts as an Atom 1.0 feed (permission: read).
+     * @description One entry per open emergency and per emergency resolved in the last 24 h, newest occurredAt first, at most 500 entries (the newest). Each entry's id is `urn:uuid:<emergencyId>`, its `updated` when its latest alert was sent; it links to the alert (rel alternate, application/cap+xml; links are path-absolute, resolved against the feed URL) and carries it as its content. Point a CAP aggregator at this URL with the key in the Authorization header.
+     */
+    get: operations['getCapFeed'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/orgs/{org_id}/cap': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Ingest another system's CAP 1.2 alert (permission: write).
+     * @description Alert → declares an emergency (201) with externalId `sender,identifier` (a repeat is a 409 external_id_conflict with emergencyId), source `cap`, occurredAt the alert's `sent`, description from the info, location from the first area (a circle's center, else a polygon's centroid), declaredBy from senderName. Update → re-categorizes (200) and Cancel → resolves (201, or 200 when already resolved) the emergency its `references` name (an ingested Alert by sender,identifier, or an alert of this service). The category is the organization's mapping of the info's `event` (admin API `/orgs/{org_id}/cap-mappings`, case-insensitive), else Uncategorized.
+     *
+     *     Refused with 422 (loc ["body"], the reason in msg): a DOCTYPE or entity declaration (`xml_doctype_forbidden`, never parsed), nesting deeper than 32 (`too_deep`), not well-formed or not UTF-8 (`xml_invalid`), not valid by the CAP 1.2 schema (`cap_invalid`), status other than Actual (`cap_status_unsupported`), msgType Ack or Error (`cap_msgtype_unsupported`), an Update or Cancel without references (`cap_references_missing`).
+     */
+    post: operations['ingestCapAlert'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface webhooks {
   'emergency.declared': {
@@ -401,6 +483,46 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'emergency.delivery_overdue': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * emergency.delivery_overdue: Base stations have not acknowledged an emergency event by its acknowledgement deadline.
+     * @description Base stations have not acknowledged an emergency event by its acknowledgement deadline. POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; Appended once per watched event (declared, categorized or resolved) when its deadline (the organization's or the category's `ackDeadlineSeconds`) passes with a targeted base station silent. `data` (DeliveryOverdueData) names the watched event by `eventOffset` and `eventType` and lists the silent stations (at most 100, `silentDevicesTotal` counts all): escalate from it (page someone, call the site). Only subscriptions without an event-type filter, or that list it, get it. Answer 2xx within the timeout; anything else is retried on the retry schedule.
+     */
+    post: operations['webhook_emergency_delivery_overdue'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  'emergency.delivery_completed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * emergency.delivery_completed: Every base station an overdue event targets has now acknowledged it.
+     * @description Every base station an overdue event targets has now acknowledged it. POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; Appended once after an emergency.delivery_overdue, when every station the watched event targets has acknowledged it: stop escalating. `data` (DeliveryCompletedData) carries `completedAfterMs`, from the overdue event to the last acknowledgement. Answer 2xx within the timeout; anything else is retried on the retry schedule.
+     */
+    post: operations['webhook_emergency_delivery_completed'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'device-stream-frame': {
     parameters: {
       query?: never;
@@ -412,7 +534,7 @@ export interface webhooks {
     put?: never;
     /**
      * A frame of a base station's WebSocket (GET /devices/v1/stream): every event of its organization, live, after a replay.
-     * @description Not an HTTP request: each message the service writes to a base station connected to `GET /devices/v1/stream` (a WebSocket upgrade with `Authorization: Bearer enk_dev_...`, optional `?after=<offset>` to replay what was missed, kept at least 7 days). Frames are JSON text: DeviceEventFrame (in offset order, no gap, no duplicate) and DevicePingFrame (every 25 s). The device answers with DeviceAckFrame when it has every event up to an offset. Close codes: 4401 revoked (do not reconnect), 4408 silent, 4429 too slow (reconnect with after), 4409 replaced by a newer connection, 1001 going away, 1007 invalid frame.
+     * @description Not an HTTP request: each message the service writes to a base station connected to `GET /devices/v1/stream` (a WebSocket upgrade with `Authorization: Bearer enk_dev_...`, optional `?after=<offset>` to replay what was missed, kept at least 7 days). Frames are JSON text: DeviceEventFrame (in offset order, no gap; an event not acknowledged half-way to its acknowledgement deadline is sent again) and DevicePingFrame (every 25 s). The device answers with DeviceAckFrame when it has every event up to an offset. Close codes: 4401 revoked (do not reconnect), 4408 silent, 4429 too slow (reconnect with after), 4409 replaced by a newer connection, 1001 going away, 1007 invalid frame.
      */
     post: operations['deviceStreamFrame'];
     delete?: never;
@@ -424,11 +546,60 @@ export interface webhooks {
 }
 export interface components {
   schemas: {
+    DeliveryOverdueData: {
+      /** Format: uuid */
+      emergencyId: string;
+      /** @description The watched event's offset in the organization's stream. */
+      eventOffset: number;
+      /**
+       * @description The type of the watched event.
+       * @enum {string}
+       */
+      eventType: 'emergency.declared' | 'emergency.categorized' | 'emergency.resolved';
+      /** @description The acknowledgement deadline that applied to the watched event. */
+      deadlineSeconds: number;
+      /** @description Devices the watched event targeted (as its receipts count them). */
+      targeted: number;
+      /** @description Of those, the devices that had acknowledged it at the deadline. */
+      acknowledged: number;
+      /** @description Targeted devices that had not acknowledged it, by name: at most 100. */
+      silentDevices: {
+        /** Format: uuid */
+        deviceId: string;
+        name: string;
+        /** @description Connected to a gateway that heard from it within the last 90 s. */
+        online: boolean;
+        lastSeenAt: string | null;
+      }[];
+      /** @description Every targeted device that had not acknowledged it (targeted - acknowledged). */
+      silentDevicesTotal: number;
+    };
+    DeliveryCompletedData: {
+      /** Format: uuid */
+      emergencyId: string;
+      /** @description The watched event's offset in the organization's stream. */
+      eventOffset: number;
+      /**
+       * @description The type of the watched event.
+       * @enum {string}
+       */
+      eventType: 'emergency.declared' | 'emergency.categorized' | 'emergency.resolved';
+      /** @description Devices the watched event targets now, every one of which has acknowledged it. */
+      targeted: number;
+      /** @description From the delivery_overdue event to the acknowledgement that completed the delivery. */
+      completedAfterMs: number;
+    };
+    EmergencyChangeData: {
+      /** @description The Emergency record after the change. */
+      emergency: {
+        [key: string]: unknown;
+      };
+    };
     EventEnvelope: {
       /** Format: uuid */
       eventId: string;
       /** @enum {string} */
-      eventType: 'emergency.declared' | 'emergency.categorized' | 'emergency.resolved';
+      eventType: 'emergency.declared' | 'emergency.categorized' | 'emergency.resolved' | 'emergency.delivery_overdue' | 'emergency.delivery_completed';
       /** @example 1.0.0 */
       apiVersion: string;
       /**
@@ -442,12 +613,8 @@ export interface components {
       emergencyId: string;
       /** @description Position in the emergency's timeline, from 1. */
       sequence: number;
-      data: {
-        /** @description The Emergency record after the change. */
-        emergency: {
-          [key: string]: unknown;
-        };
-      };
+      /** @description By eventType: declared, categorized and resolved carry `{emergency}` (the Emergency after the change); delivery_overdue and delivery_completed carry the acknowledgement-deadline data of the event they watch. */
+      data: components['schemas']['EmergencyChangeData'] | components['schemas']['DeliveryOverdueData'] | components['schemas']['DeliveryCompletedData'];
     };
     /** @description Every non-field error: `{detail:{error,message,...}}`. */
     ErrorResponse: {
@@ -522,6 +689,11 @@ export interface components {
        * @example 2026-11-21T17:44:29.123Z
        */
       createdAt: string;
+      /**
+       * @description Acknowledgement deadline of this category's emergencies' events, overriding the organization's; null: the organization's.
+       * @example null
+       */
+      ackDeadlineSeconds: number | null;
     };
     CategoryPage: {
       /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
@@ -560,6 +732,10 @@ export interface components {
          * @example 2026-11-21T17:44:29.123Z
          */
         createdAt: string;
+        /** @description When the event's acknowledgement deadline falls (the organization's or category's ackDeadlineSeconds after it); null: none. */
+        deadlineAt: string | null;
+        /** @description True once the deadline passed with a targeted device silent (an emergency.delivery_overdue names them); it stays true after emergency.delivery_completed (compare acknowledged with targeted). */
+        overdue: boolean;
         devices: {
           /** @description Active devices that existed when the event was created. */
           targeted: number;
@@ -597,6 +773,77 @@ export interface components {
       /** @description Pass as `cursor` for the next events; null on the last page (and with deviceCursor). */
       nextCursor: string | null;
     };
+    Organization: {
+      /** Format: uuid */
+      orgId: string;
+      name: string;
+      /** Format: uuid */
+      enterpriseId: string;
+      enterpriseName: string;
+      /** Format: uuid */
+      partnerId: string;
+      partnerName: string;
+    };
+    /**
+     * @description The key that made the request: what it is, what it may do and which organizations it covers.
+     * @example {
+     *       "keyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b70",
+     *       "name": "Front desk console",
+     *       "kind": "api_key",
+     *       "permissions": [
+     *         "read",
+     *         "write"
+     *       ],
+     *       "subject": {
+     *         "type": "enterprise",
+     *         "id": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e"
+     *       },
+     *       "orgs": [
+     *         {
+     *           "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+     *           "name": "Northside Elementary",
+     *           "enterpriseId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e",
+     *           "enterpriseName": "Riverside School District",
+     *           "partnerId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6f",
+     *           "partnerName": "Acme Safety"
+     *         }
+     *       ],
+     *       "orgsTotal": 1,
+     *       "orgsNextCursor": null
+     *     }
+     */
+    WhoAmI: {
+      /**
+       * Format: uuid
+       * @description The id of the key that authenticated this request.
+       */
+      keyId: string;
+      /** @description The name the key was given when it was minted. */
+      name: string;
+      /** @enum {string} */
+      kind: 'api_key' | 'admin_key';
+      /** @description What the key may do in the organizations it covers: an API key its grants, an admin key always read and write. */
+      permissions: ('read' | 'write')[];
+      /** @description Whom the key was minted for; it covers every organization beneath it (an API key: narrowed by its allowed orgs). */
+      subject: {
+        /**
+         * @description `instance` for admin keys of the whole instance only.
+         * @enum {string}
+         */
+        type: 'instance' | 'partner' | 'enterprise' | 'org';
+        /**
+         * Format: uuid
+         * @description Absent for `instance`.
+         */
+        id?: string;
+      };
+      /** @description The organizations the key covers, by name then id: at most 200. */
+      orgs: components['schemas']['Organization'][];
+      /** @description How many organizations the key covers in all. */
+      orgsTotal: number;
+      /** @description Null when `orgs` is complete; else pass it as `cursor` to the public API's GET /orgs for the organizations after these. */
+      orgsNextCursor: string | null;
+    };
     User: {
       /** Format: uuid */
       userId: string;
@@ -632,40 +879,6 @@ export interface components {
     UserPage: {
       /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
       items: components['schemas']['User'][];
-      /** @description Pass as `cursor` to fetch the next page; null on the last page. */
-      nextCursor: string | null;
-    };
-    AuditLogEntry: {
-      /** Format: uuid */
-      auditLogId: string;
-      /** Format: uuid */
-      orgId: string;
-      /**
-       * Format: date-time
-       * @example 2026-11-21T17:44:29.123Z
-       */
-      occurredAt: string;
-      /** @description emergency, message, api_key, webhook or device */
-      eventCategory: string;
-      /** @description e.g. emergency.declared */
-      eventType: string;
-      actor: {
-        type: string;
-        id: string;
-        name: string | null;
-      };
-      resource: {
-        type: string;
-        id: string;
-      };
-      requestId: string | null;
-      details: {
-        [key: string]: unknown;
-      } | null;
-    };
-    AuditLogPage: {
-      /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
-      items: components['schemas']['AuditLogEntry'][];
       /** @description Pass as `cursor` to fetch the next page; null on the last page. */
       nextCursor: string | null;
     };
@@ -790,16 +1003,39 @@ export interface components {
       /** @description Pass as `cursor` to fetch the next page; null on the last page. */
       nextCursor: string | null;
     };
-    Organization: {
+    AuditLogEntry: {
+      /** Format: uuid */
+      auditLogId: string;
       /** Format: uuid */
       orgId: string;
-      name: string;
-      /** Format: uuid */
-      enterpriseId: string;
-      enterpriseName: string;
-      /** Format: uuid */
-      partnerId: string;
-      partnerName: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      occurredAt: string;
+      /** @description emergency, message, api_key, webhook, device or org */
+      eventCategory: string;
+      /** @description e.g. emergency.declared */
+      eventType: string;
+      actor: {
+        type: string;
+        id: string;
+        name: string | null;
+      };
+      resource: {
+        type: string;
+        id: string;
+      };
+      requestId: string | null;
+      details: {
+        [key: string]: unknown;
+      } | null;
+    };
+    AuditLogPage: {
+      /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
+      items: components['schemas']['AuditLogEntry'][];
+      /** @description Pass as `cursor` to fetch the next page; null on the last page. */
+      nextCursor: string | null;
     };
     /** @description AttachmentInput. Unknown fields are ignored. */
     AttachmentItem: {
@@ -877,7 +1113,7 @@ export interface components {
         index: number;
       };
     };
-    /** @description Server → device: one event, in offset order, no gap, no duplicate. */
+    /** @description Server → device: one event, in offset order, no gap. With an acknowledgement deadline, an event the device has not acknowledged half-way to it is sent again (same offset, same bytes): ignore an offset already handled, but ack it again. */
     DeviceEventFrame: {
       /** @constant */
       type: 'event';
@@ -1013,7 +1249,8 @@ export interface operations {
            *           "responseLevel": "none",
            *           "severity": 0,
            *           "isSystem": true,
-           *           "createdAt": "2026-11-21T17:44:29.123Z"
+           *           "createdAt": "2026-11-21T17:44:29.123Z",
+           *           "ackDeadlineSeconds": null
            *         }
            *       ],
            *       "nextCursor": "string"
@@ -3788,6 +4025,8 @@ export interface operations {
            *           "sequence": 1,
            *           "offset": 1,
            *           "createdAt": "2026-11-21T17:44:29.123Z",
+           *           "deadlineAt": "2026-11-21T17:44:29.123Z",
+           *           "overdue": true,
            *           "devices": {
            *             "targeted": 1,
            *             "acknowledged": 1,
@@ -4845,6 +5084,1024 @@ export interface operations {
       };
     };
   };
+  getMe: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "keyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b70",
+           *       "name": "Front desk console",
+           *       "kind": "api_key",
+           *       "permissions": [
+           *         "read",
+           *         "write"
+           *       ],
+           *       "subject": {
+           *         "type": "enterprise",
+           *         "id": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e"
+           *       },
+           *       "orgs": [
+           *         {
+           *           "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "name": "Northside Elementary",
+           *           "enterpriseId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e",
+           *           "enterpriseName": "Riverside School District",
+           *           "partnerId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6f",
+           *           "partnerName": "Acme Safety"
+           *         }
+           *       ],
+           *       "orgsTotal": 1,
+           *       "orgsNextCursor": null
+           *     }
+           */
+          'application/json': components['schemas']['WhoAmI'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "org_not_covered",
+           *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: per-key rate limit exceeded; see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  getEmergencyCap: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Target organization id (UUID). */
+        org_id: string;
+        /** @description Emergency id. */
+        emergency_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The CAP alert. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example <?xml version="1.0" encoding="UTF-8"?>
+           *     <alert xmlns="urn:oasis:names:tc:emergency:cap:1.2">
+           *       <identifier>0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e.2</identifier>
+           *       <sender>urn:uuid:0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d</sender>
+           *       <sent>2026-11-21T17:46:02-00:00</sent>
+           *       <status>Actual</status>
+           *       <msgType>Update</msgType>
+           *       <scope>Private</scope>
+           *       <references>urn:uuid:0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d,0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e.1,2026-11-21T17:44:29-00:00</references>
+           *       <incidents>0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e</incidents>
+           *       <info>
+           *         <category>Fire</category>
+           *         <event>Fire</event>
+           *         <urgency>Immediate</urgency>
+           *         <severity>Extreme</severity>
+           *         <certainty>Observed</certainty>
+           *         <onset>2026-11-21T17:44:29-00:00</onset>
+           *         <senderName>Lincoln High School</senderName>
+           *         <headline>Fire</headline>
+           *         <description>Smoke in the east stairwell</description>
+           *         <parameter>
+           *           <valueName>emergencyId</valueName>
+           *           <value>0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e</value>
+           *         </parameter>
+           *         <area>
+           *           <areaDesc>B-2</areaDesc>
+           *           <circle>47.6205,-122.3493 0</circle>
+           *         </area>
+           *       </info>
+           *     </alert>
+           */
+          'application/cap+xml': string;
+        };
+      };
+      /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "org_not_covered",
+           *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description emergency_not_found */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "emergency_not_found"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: per-key rate limit exceeded; see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  getCapFeed: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Target organization id (UUID). */
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The Atom feed. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example <?xml version="1.0" encoding="UTF-8"?>
+           *     <feed xmlns="http://www.w3.org/2005/Atom">
+           *       <id>urn:uuid:0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d</id>
+           *       <title>Lincoln High School: emergencies (CAP 1.2)</title>
+           *       <updated>2026-11-21T17:46:02.000Z</updated>
+           *       <author>
+           *         <name>Lincoln High School</name>
+           *       </author>
+           *       <link rel="self" type="application/atom+xml" href="/api/public/v1/orgs/0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d/cap/feed"/>
+           *       <generator>emergency-api</generator>
+           *       <entry>
+           *         <id>urn:uuid:0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e</id>
+           *         <title>Fire</title>
+           *         <updated>2026-11-21T17:46:02.000Z</updated>
+           *         <published>2026-11-21T17:44:29.123Z</published>
+           *         <link rel="alternate" type="application/cap+xml" href="/api/public/v1/orgs/0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d/emergencies/0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e/cap"/>
+           *         <category term="Fire" label="Fire"/>
+           *         <summary>Smoke in the east stairwell</summary>
+           *         <content type="application/cap+xml">
+           *           <alert xmlns="urn:oasis:names:tc:emergency:cap:1.2">
+           *             <identifier>0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e.2</identifier>
+           *             <sender>urn:uuid:0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d</sender>
+           *             <sent>2026-11-21T17:46:02-00:00</sent>
+           *             <status>Actual</status>
+           *             <msgType>Update</msgType>
+           *             <scope>Private</scope>
+           *             <references>urn:uuid:0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d,0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e.1,2026-11-21T17:44:29-00:00</references>
+           *             <incidents>0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e</incidents>
+           *             <info>
+           *               <category>Fire</category>
+           *               <event>Fire</event>
+           *               <urgency>Immediate</urgency>
+           *               <severity>Extreme</severity>
+           *               <certainty>Observed</certainty>
+           *               <onset>2026-11-21T17:44:29-00:00</onset>
+           *               <senderName>Lincoln High School</senderName>
+           *               <headline>Fire</headline>
+           *               <description>Smoke in the east stairwell</description>
+           *               <parameter>
+           *                 <valueName>emergencyId</valueName>
+           *                 <value>0195f3a8-8d11-7b52-a3c4-6f9e2d3b5c7e</value>
+           *               </parameter>
+           *               <area>
+           *                 <areaDesc>B-2</areaDesc>
+           *                 <circle>47.6205,-122.3493 0</circle>
+           *               </area>
+           *             </info>
+           *           </alert>
+           *         </content>
+           *       </entry>
+           *     </feed>
+           */
+          'application/atom+xml': string;
+        };
+      };
+      /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "org_not_covered",
+           *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: per-key rate limit exceeded; see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  ingestCapAlert: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        /** @description Target organization id (UUID). */
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    /** @description A CAP 1.2 alert (urn:oasis:names:tc:emergency:cap:1.2), UTF-8, at most 256 KiB, valid by the official schema, with no DOCTYPE or entity declaration and no element nested deeper than 32 levels. */
+    requestBody: {
+      content: {
+        /**
+         * @example <?xml version="1.0" encoding="UTF-8"?>
+         *     <alert xmlns="urn:oasis:names:tc:emergency:cap:1.2">
+         *       <identifier>KSTO1055887203</identifier>
+         *       <sender>KSTO@NWS.NOAA.GOV</sender>
+         *       <sent>2026-11-21T14:57:00-07:00</sent>
+         *       <status>Actual</status>
+         *       <msgType>Alert</msgType>
+         *       <scope>Public</scope>
+         *       <info>
+         *         <category>Met</category>
+         *         <event>SEVERE THUNDERSTORM</event>
+         *         <urgency>Immediate</urgency>
+         *         <severity>Severe</severity>
+         *         <certainty>Observed</certainty>
+         *         <senderName>NATIONAL WEATHER SERVICE SACRAMENTO CA</senderName>
+         *         <description>A severe thunderstorm is moving over the campus.</description>
+         *         <area>
+         *           <areaDesc>Campus</areaDesc>
+         *           <circle>38.47,-120.14 0</circle>
+         *         </area>
+         *       </info>
+         *     </alert>
+         */
+        'application/cap+xml': string;
+        /**
+         * @example <?xml version="1.0" encoding="UTF-8"?>
+         *     <alert xmlns="urn:oasis:names:tc:emergency:cap:1.2">
+         *       <identifier>KSTO1055887203</identifier>
+         *       <sender>KSTO@NWS.NOAA.GOV</sender>
+         *       <sent>2026-11-21T14:57:00-07:00</sent>
+         *       <status>Actual</status>
+         *       <msgType>Alert</msgType>
+         *       <scope>Public</scope>
+         *       <info>
+         *         <category>Met</category>
+         *         <event>SEVERE THUNDERSTORM</event>
+         *         <urgency>Immediate</urgency>
+         *         <severity>Severe</severity>
+         *         <certainty>Observed</certainty>
+         *         <senderName>NATIONAL WEATHER SERVICE SACRAMENTO CA</senderName>
+         *         <description>A severe thunderstorm is moving over the campus.</description>
+         *         <area>
+         *           <areaDesc>Campus</areaDesc>
+         *           <circle>38.47,-120.14 0</circle>
+         *         </area>
+         *       </info>
+         *     </alert>
+         */
+        'application/xml': string;
+      };
+    };
+    responses: {
+      /** @description Re-categorized (Update), or already resolved (Cancel). */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "emergencyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "status": "declared",
+           *       "externalId": "string",
+           *       "category": {
+           *         "id": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *         "name": "string",
+           *         "color": "string",
+           *         "severity": 1
+           *       },
+           *       "source": "string",
+           *       "description": "string",
+           *       "occurredAt": "2026-11-21T17:44:29.123Z",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "resolvedAt": "2026-11-21T17:44:29.123Z",
+           *       "resolvedBy": {
+           *         "type": "api_key",
+           *         "id": "string",
+           *         "name": "string"
+           *       },
+           *       "declaredBy": {
+           *         "type": "api_key",
+           *         "id": "string",
+           *         "name": "string"
+           *       },
+           *       "location": {
+           *         "latitude": 1,
+           *         "longitude": 1,
+           *         "floorId": "string"
+           *       },
+           *       "resolutionNote": "string",
+           *       "metadata": {}
+           *     }
+           */
+          'application/json': components['schemas']['Emergency'];
+        };
+      };
+      /** @description Declared (Alert) or resolved (Cancel). */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "emergencyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "status": "declared",
+           *       "externalId": "string",
+           *       "category": {
+           *         "id": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *         "name": "string",
+           *         "color": "string",
+           *         "severity": 1
+           *       },
+           *       "source": "string",
+           *       "description": "string",
+           *       "occurredAt": "2026-11-21T17:44:29.123Z",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "resolvedAt": "2026-11-21T17:44:29.123Z",
+           *       "resolvedBy": {
+           *         "type": "api_key",
+           *         "id": "string",
+           *         "name": "string"
+           *       },
+           *       "declaredBy": {
+           *         "type": "api_key",
+           *         "id": "string",
+           *         "name": "string"
+           *       },
+           *       "location": {
+           *         "latitude": 1,
+           *         "longitude": 1,
+           *         "floorId": "string"
+           *       },
+           *       "resolutionNote": "string",
+           *       "metadata": {}
+           *     }
+           */
+          'application/json': components['schemas']['Emergency'];
+        };
+      };
+      /** @description bad_request: the URL or the JSON body is malformed. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the URL or the JSON body is malformed."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "org_not_covered",
+           *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description emergency_not_found: no emergency of the organization is named by the references of an Update or Cancel. */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "emergency_not_found",
+           *         "message": "no emergency of the organization is named by the references of an Update or Cancel."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description external_id_conflict: an Alert with this sender and identifier was ingested already; body adds emergencyId. emergency_resolved: an Update of a resolved emergency. idempotency_key_in_use: a request with this Idempotency-Key is still running. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "external_id_conflict",
+           *         "message": "an Alert with this sender and identifier was ingested already; body adds emergencyId"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds 256 KiB. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds 256 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/cap+xml or application/xml. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/cap+xml or application/xml."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: per-key rate limit exceeded; see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
   webhook_emergency_declared: {
     parameters: {
       query?: never;
@@ -4995,6 +6252,138 @@ export interface operations {
          *           "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
          *           "status": "resolved"
          *         }
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['EventEnvelope'];
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Gone: the subscription is disabled at once. */
+      410: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer, or none within the timeout: retried. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  webhook_emergency_delivery_overdue: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The eventId: the same for every attempt of one event (deduplicate on it). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks signature(s), `v1,<base64 HMAC-SHA256>` space-separated (two during a secret rotation). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "eventId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+         *       "eventType": "emergency.delivery_overdue",
+         *       "apiVersion": "1.0.0",
+         *       "createdAt": "2026-11-21T17:44:29.123Z",
+         *       "orgId": "0195f3a8-0000-7000-8000-000000000001",
+         *       "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
+         *       "sequence": 2,
+         *       "data": {
+         *         "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
+         *         "eventOffset": 41,
+         *         "eventType": "emergency.declared",
+         *         "deadlineSeconds": 30,
+         *         "targeted": 3,
+         *         "acknowledged": 2,
+         *         "silentDevices": [
+         *           {
+         *             "deviceId": "0195f3a8-0000-7000-8000-000000000003",
+         *             "name": "Gym base station",
+         *             "online": false,
+         *             "lastSeenAt": "2026-11-21T16:02:11.000Z"
+         *           }
+         *         ],
+         *         "silentDevicesTotal": 1
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['EventEnvelope'];
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Gone: the subscription is disabled at once. */
+      410: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer, or none within the timeout: retried. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  webhook_emergency_delivery_completed: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The eventId: the same for every attempt of one event (deduplicate on it). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks signature(s), `v1,<base64 HMAC-SHA256>` space-separated (two during a secret rotation). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "eventId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+         *       "eventType": "emergency.delivery_completed",
+         *       "apiVersion": "1.0.0",
+         *       "createdAt": "2026-11-21T17:44:29.123Z",
+         *       "orgId": "0195f3a8-0000-7000-8000-000000000001",
+         *       "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
+         *       "sequence": 3,
+         *       "data": {
+         *         "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
+         *         "eventOffset": 41,
+         *         "eventType": "emergency.declared",
+         *         "targeted": 3,
+         *         "completedAfterMs": 48210
          *       }
          *     }
          */

@@ -2,12 +2,30 @@ import { Webhook } from 'standardwebhooks';
 import type { components } from './schema.js';
 
 export type Emergency = components['schemas']['Emergency'];
+export type DeliveryOverdueData = components['schemas']['DeliveryOverdueData'];
+export type DeliveryCompletedData = components['schemas']['DeliveryCompletedData'];
 
-/** An emergency transition, as webhooks and device streams deliver it. */
-export type EmergencyEvent = Omit<components['schemas']['EventEnvelope'], 'data'> & {
+type Envelope = Omit<components['schemas']['EventEnvelope'], 'eventType' | 'data'>;
+type DeadlineEventType = 'emergency.delivery_overdue' | 'emergency.delivery_completed';
+
+/** An emergency transition (declared, categorized, resolved): `data.emergency` is the emergency after the change. */
+export type EmergencyChangeEvent = Envelope & {
+  eventType: Exclude<components['schemas']['EventEnvelope']['eventType'], DeadlineEventType>;
   /** The emergency after the change. */
   data: { emergency: Emergency };
 };
+
+/** Base stations did not acknowledge an event of the emergency by its acknowledgement deadline: `data` names them. */
+export type DeliveryOverdueEvent = Envelope & { eventType: 'emergency.delivery_overdue'; data: DeliveryOverdueData };
+
+/** Every base station an overdue event targets has acknowledged it since. */
+export type DeliveryCompletedEvent = Envelope & { eventType: 'emergency.delivery_completed'; data: DeliveryCompletedData };
+
+/**
+ * An event of an emergency's timeline, as webhooks, the event feed and device streams deliver it: narrow on
+ * `eventType` to read `data` (only transitions carry `data.emergency`).
+ */
+export type EmergencyEvent = EmergencyChangeEvent | DeliveryOverdueEvent | DeliveryCompletedEvent;
 
 /** `webhook.ping`, sent by `admin webhook test` (POST /webhooks/{id}/test on the admin API). */
 export interface WebhookPing {

@@ -1,8 +1,20 @@
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useMemo, useRef, useState } from 'preact/hooks';
 import { allPages, pub, unwrap } from '../api';
 import { useLiveEvents, useOrg } from '../context';
 import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, Note, Severity, StatusBadge, Time } from '../components';
+import {
+  changedEmergency,
+  type Deliveries,
+  loadDeliveries,
+  mergeDeliveries,
+  NO_DELIVERIES,
+  type OverdueDelivery,
+  openOverdue,
+  silentSummary,
+  withDeliveryEvent,
+} from '../deadlines';
 import { paths } from '../router';
+import { actorOf } from '../session';
 import type { Category, Emergency, EmergencyStatus } from '../types';
 
 type Filter = 'open' | 'all' | EmergencyStatus;
@@ -29,6 +41,9 @@ export function BoardPage() {
   /** Emergencies changed by a live event since the list was asked for: the list must not put them back. */
   const touched = useRef(new Set<string>());
   const filterId = useId();
+  const [deliveries, setDeliveries] = useState<Deliveries>(NO_DELIVERIES);
+  const [deliveriesPartial, setDeliveriesPartial] = useState(false);
+  const overdue = useMemo(() => openOverdue(deliveries), [deliveries]);
 
   async function loadPage(cursor: string | null) {
     const page = await unwrap(
@@ -52,9 +67,26 @@ export function BoardPage() {
       .finally(() => setLoading(false));
   }, [org.orgId, generation]);
 
-  useLiveEvents((_offset, event) => {
-    const record = (event.data?.emergency ?? event.data) as Emergency | undefined;
-    if (!record?.emergencyId) return;
+  // Overdue deliveries from the feed; the live channel's deadline events are merged into what it gives.
+  useEffect(() => {
+    const controller = new AbortController();
+    setDeliveries(NO_DELIVERIES);
+    setDeliveriesPartial(false);
+    loadDeliveries(org.orgId, controller.signal).then(
+      ({ deliveries: loaded, complete }) => {
+        if (controller.signal.aborted) return;
+        setDeliveries((live) => mergeDeliveries(loaded, live));
+        setDeliveriesPartial(!complete);
+      },
+      (err) => !controller.signal.aborted && setError(err),
+    );
+    return () => controller.abort();
+  }, [org.orgId, generation]);
+
+  useLiveEvents((offset, event) => {
+    setDeliveries((d) => withDeliveryEvent(d, offset, event));
+    const record = changedEmergency(event);
+    if (!record) return;
     touched.current.add(record.emergencyId);
     setRows((current) => new Map(current).set(record.emergencyId, record));
     if (event.eventType === 'emergency.declared') {
@@ -64,6 +96,7 @@ export function BoardPage() {
 
   const list = [...rows.values()].filter((e) => matches(filter, e)).sort(newestFirst);
   const openCount = [...rows.values()].filter((e) => e.status !== 'resolved').length;
+  const overdueCount = overdue.size;
 
   return (
     <section aria-labelledby="board-title">
@@ -71,10 +104,22 @@ export function BoardPage() {
         <h1 id="board-title">Emergencies</h1>
         <p class="muted" aria-live="polite">
           {openCount} open
+          {overdueCount > 0 && (
+            <>
+              {' · '}
+              <strong class="overdue-text">{overdueCount} with delivery overdue</strong>
+            </>
+          )}
         </p>
       </div>
-      {canWrite === false && <Note>This key can read only: declaring, re-categorizing and resolving need a key with the write permission.</Note>}
-      {canWrite !== false && <DeclarePanel orgId={org.orgId} orgName={org.name} />}
+      {deliveriesPartial && (
+        <Note kind="warning">Only the oldest deadline events were read: some overdue deliveries may not be marked. Open an emergency for its receipts.</Note>
+      )}
+      {canWrite ? (
+        <DeclarePanel orgId={org.orgId} orgName={org.name} />
+      ) : (
+        <Note>This key can read only: declaring, re-categorizing and resolving need a key with the write permission.</Note>
+      )}
       <div class="toolbar">
         <label for={filterId}>Show</label>
         <select id={filterId} value={filter} onChange={(e) => setFilter((e.target as HTMLSelectElement).value as Filter)}>
@@ -103,9 +148,16 @@ export function BoardPage() {
           </thead>
           <tbody>
             {list.map((e) => (
-              <tr key={e.emergencyId} class={`${fresh.has(e.emergencyId) ? 'fresh ' : ''}row-${e.status}`} data-emergency-id={e.emergencyId}>
+              <tr
+                key={e.emergencyId}
+                class={`${fresh.has(e.emergencyId) ? 'fresh ' : ''}row-${e.status}${overdue.has(e.emergencyId) ? ' row-overdue' : ''}`}
+                data-emergency-id={e.emergencyId}
+              >
                 <td data-label="Status">
-                  <StatusBadge status={e.status} />
+                  <span class="status-cell">
+                    <StatusBadge status={e.status} />
+                    <OverdueMark deliveries={overdue.get(e.emergencyId)} />
+                  </span>
                 </td>
                 <td data-label="Category">
                   <CategoryChip category={e.category} />
@@ -116,7 +168,7 @@ export function BoardPage() {
                 <td data-label="Description">
                   <Link
                     href={paths.emergency(org.orgId, e.emergencyId)}
-                    aria-label={`Open ${e.category.name} emergency: ${e.description || e.externalId || e.emergencyId}`}
+                    aria-label={`Open ${e.category.name} emergency: ${e.description || e.externalId || e.emergencyId}${overdue.has(e.emergencyId) ? ' (delivery overdue)' : ''}`}
                   >
                     {e.description || e.externalId || 'No description'}
                   </Link>
@@ -135,6 +187,17 @@ export function BoardPage() {
         </button>
       )}
     </section>
+  );
+}
+
+/** "Delivery overdue" on a row, in words (not only a colour), with how many base stations were silent. */
+function OverdueMark({ deliveries }: { deliveries: OverdueDelivery[] | undefined }) {
+  const latest = deliveries?.[deliveries.length - 1];
+  if (!latest) return null;
+  return (
+    <span class="overdue-mark">
+      <span class="badge overdue">Delivery overdue</span> <span class="muted small">{silentSummary(latest.data)}</span>
+    </span>
   );
 }
 
@@ -164,7 +227,7 @@ function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
 
   const chosen = categories?.find((c) => c.categoryId === categoryId) ?? categories?.[0];
 
-  async function declare() {
+  async function declare(displayName: string | null) {
     setBusy(true);
     setError(null);
     try {
@@ -175,6 +238,7 @@ function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
             categoryId: chosen?.categoryId,
             ...(description.trim() ? { description: description.trim() } : {}),
             ...(floor.trim() ? { location: { floorId: floor.trim() } } : {}),
+            ...(displayName ? { declaredBy: actorOf(displayName) } : {}),
           },
         }),
       );
@@ -261,6 +325,7 @@ function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
           danger
           busy={busy}
           error={error}
+          recordsPerson
           onConfirm={declare}
           onCancel={() => setConfirming(false)}
         >

@@ -3,8 +3,12 @@ import { admin, allPages, pub, unwrap } from '../api';
 import { useLiveEvents, useOrg, useSession } from '../context';
 import { ConfirmDialog, ErrorNote, Loading, SecretOnce, Time, useLoad } from '../components';
 import type { AdminDevice, DeviceStatus } from '../types';
+import { DeadlineSettings } from './deadline-settings';
 
-/** Base stations: presence and acknowledgement lag for every key; tokens, revocation and new devices for admin keys. */
+/**
+ * Base stations: presence and acknowledgement lag for every key; tokens, revocation, new devices and the
+ * acknowledgement deadline for admin keys.
+ */
 export function DevicesPage() {
   const { org } = useOrg();
   const session = useSession();
@@ -155,6 +159,7 @@ export function DevicesPage() {
           </tbody>
         </table>
       )}
+      {isAdmin && <DeadlineSettings orgId={org.orgId} />}
       {confirm && (
         <ConfirmDialog
           title={confirm.kind === 'rotate' ? `Rotate the token of ${confirm.device.name}?` : `Revoke ${confirm.device.name}?`}

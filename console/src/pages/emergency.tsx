@@ -1,16 +1,32 @@
-import { useEffect, useId, useState } from 'preact/hooks';
-import { allPages, ApiError, attachmentUrl, explain, pub, unwrap } from '../api';
-import { useLiveEvents, useOrg } from '../context';
-import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, Note, Severity, StatusBadge, Time, useLoad } from '../components';
+import { useEffect, useId, useMemo, useRef, useState } from 'preact/hooks';
+import { allPages, ApiError, attachmentUrl, explain, newIdempotencyKey, pub, unwrap } from '../api';
+import { useLiveEvents, useOrg, useSession } from '../context';
+import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, NameField, Note, Severity, StatusBadge, Time, tidyName, useLoad } from '../components';
+import {
+  changedEmergency,
+  COMPLETED,
+  type CompletedDelivery,
+  type Deliveries,
+  deliveriesOf,
+  duration,
+  OVERDUE,
+  type OverdueDelivery,
+  silentSummary,
+} from '../deadlines';
 import { paths } from '../router';
-import type { Attachment, Emergency, FeedItem, Message, Receipts } from '../types';
+import { actorOf } from '../session';
+import type { Attachment, Emergency, EventEnvelope, FeedItem, Message, Receipts } from '../types';
 import { useCategories } from './board';
 
 const EVENT_LABEL: Record<string, string> = {
   'emergency.declared': 'Declared',
   'emergency.categorized': 'Re-categorized',
   'emergency.resolved': 'Resolved',
+  [OVERDUE]: 'Delivery overdue',
+  [COMPLETED]: 'Delivery completed',
 };
+
+const label = (eventType: string) => EVENT_LABEL[eventType] ?? eventType;
 
 /** One emergency: its record, timeline, messages and receipts; re-categorize and resolve for write keys. */
 export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
@@ -44,11 +60,14 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
 
   useLiveEvents((_offset, event) => {
     if (event.emergencyId !== emergencyId) return;
-    const updated = event.data?.emergency;
+    const updated = changedEmergency(event);
     if (updated) record.set(updated);
     timeline.reload();
     receipts.reload();
   });
+  // The emergency's overdue deliveries and completions, from its timeline (reloaded on each of its events).
+  const deliveries = useMemo(() => (timeline.data ? deliveriesOf(timeline.data) : null), [timeline.data]);
+  const overdueOpen = deliveries ? [...deliveries.overdue.keys()].some((watched) => !deliveries.completed.has(watched)) : false;
 
   // Acknowledgements arrive without an event: receipts are asked for again every few seconds.
   useEffect(() => {
@@ -76,6 +95,7 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
       <div class="page-head">
         <h1 id="emergency-title">
           {e.category.name} emergency <StatusBadge status={e.status} />
+          {overdueOpen && <span class="badge overdue">Delivery overdue</span>}
         </h1>
       </div>
       <section class="card" aria-label="Record">
@@ -132,8 +152,9 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
           <dd class="mono">{e.emergencyId}</dd>
         </dl>
       </section>
-      {canWrite === false && e.status !== 'resolved' && <Note>This key can read only: re-categorizing and resolving need the write permission.</Note>}
-      {canWrite !== false && e.status !== 'resolved' && <Actions emergency={e} onChanged={record.set} />}
+      {!canWrite && e.status !== 'resolved' && <Note>This key can read only: re-categorizing and resolving need the write permission.</Note>}
+      {canWrite && e.status !== 'resolved' && <Actions emergency={e} onChanged={record.set} />}
+      {deliveries && deliveries.overdue.size > 0 && <DeliverySection deliveries={deliveries} />}
 
       <div class="columns">
         <section aria-labelledby="timeline-title">
@@ -145,8 +166,7 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
             <ol class="timeline" aria-label="Timeline">
               {timeline.data.map((item) => (
                 <li key={item.event.eventId}>
-                  <span class="event-type">{EVENT_LABEL[item.event.eventType] ?? item.event.eventType}</span>{' '}
-                  {item.event.data?.emergency && <CategoryChip category={item.event.data.emergency.category} />}
+                  <span class="event-type">{label(item.event.eventType)}</span> <TimelineDetail event={item.event} />
                   <span class="muted">
                     {' '}
                     · <Time iso={item.event.createdAt} /> · offset {item.offset}
@@ -164,7 +184,13 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
           onMoreDevices={(eventId) => setPaging({ ...shown, devicePages: { ...shown.devicePages, [eventId]: (shown.devicePages[eventId] ?? 0) + 1 } })}
         />
       </div>
-      <MessagesSection messages={messages.data} error={messages.error} emergency={e} />
+      <MessagesSection
+        messages={messages.data}
+        error={messages.error}
+        emergency={e}
+        canWrite={canWrite}
+        onPosted={(m) => messages.set([...(messages.data ?? []).filter((x) => x.messageId !== m.messageId), m])}
+      />
     </article>
   );
 }
@@ -182,7 +208,7 @@ function Actions({ emergency, onChanged }: { emergency: Emergency; onChanged: (e
   const others = (categories ?? []).filter((c) => c.categoryId !== emergency.category.id);
   const target = others.find((c) => c.categoryId === categoryId) ?? others[0];
 
-  async function run() {
+  async function run(displayName: string | null) {
     setBusy(true);
     setError(null);
     try {
@@ -190,7 +216,10 @@ function Actions({ emergency, onChanged }: { emergency: Emergency; onChanged: (e
         onChanged(await unwrap(pub().PATCH('/orgs/{org_id}/emergencies/{emergency_id}', { params: { path }, body: { categoryId: target.categoryId } })));
         setDone(`Re-categorized as ${target.name}.`);
       } else if (confirm === 'resolve') {
-        const body = note.trim() ? { resolutionNote: note.trim() } : {};
+        const body = {
+          ...(note.trim() ? { resolutionNote: note.trim() } : {}),
+          ...(displayName ? { resolvedBy: actorOf(displayName) } : {}),
+        };
         onChanged(await unwrap(pub().POST('/orgs/{org_id}/emergencies/{emergency_id}/resolutions', { params: { path }, body })));
         setDone('Resolved.');
       }
@@ -262,12 +291,98 @@ function Actions({ emergency, onChanged }: { emergency: Emergency; onChanged: (e
         </ConfirmDialog>
       )}
       {confirm === 'resolve' && (
-        <ConfirmDialog title="Resolve this emergency?" confirmLabel="Resolve now" busy={busy} error={error} onConfirm={run} onCancel={() => setConfirm(null)}>
+        <ConfirmDialog
+          title="Resolve this emergency?"
+          confirmLabel="Resolve now"
+          busy={busy}
+          error={error}
+          recordsPerson
+          onConfirm={run}
+          onCancel={() => setConfirm(null)}
+        >
           <p>
             The <strong>{emergency.category.name}</strong> emergency is closed for good: a resolved emergency cannot change again.
           </p>
         </ConfirmDialog>
       )}
+    </section>
+  );
+}
+
+/** What a timeline entry adds to its type: the category after a transition, the counts of a deadline event. */
+function TimelineDetail({ event }: { event: EventEnvelope }) {
+  if (event.eventType === OVERDUE) {
+    return (
+      <span class="overdue-text">
+        {silentSummary(event.data)} · {label(event.data.eventType)} (offset {event.data.eventOffset})
+      </span>
+    );
+  }
+  if (event.eventType === COMPLETED) {
+    return (
+      <span>
+        all {event.data.targeted} acknowledged {label(event.data.eventType)} (offset {event.data.eventOffset}), {duration(event.data.completedAfterMs)} after
+        the overdue
+      </span>
+    );
+  }
+  const emergency = changedEmergency(event);
+  return emergency ? <CategoryChip category={emergency.category} /> : null;
+}
+
+/**
+ * The events of this emergency that base stations did not acknowledge by their deadline: the silent stations
+ * the overdue event named (as they were at the deadline) until a completion follows, then when it came.
+ */
+function DeliverySection({ deliveries }: { deliveries: Deliveries }) {
+  const entries = [...deliveries.overdue.entries()].sort(([a], [b]) => a - b);
+  return (
+    <section class="card delivery" aria-labelledby="delivery-title">
+      <h2 id="delivery-title">Delivery</h2>
+      {entries.map(([watched, overdue]) => (
+        <OverdueEntry key={watched} overdue={overdue} completed={deliveries.completed.get(watched)} />
+      ))}
+    </section>
+  );
+}
+
+function OverdueEntry({ overdue, completed }: { overdue: OverdueDelivery; completed: CompletedDelivery | undefined }) {
+  const d = overdue.data;
+  const watched = `${label(d.eventType)} (offset ${d.eventOffset})`;
+  const more = d.silentDevicesTotal - d.silentDevices.length;
+  if (completed) {
+    return (
+      <section class="delivery-entry" aria-label={`Delivery of ${watched}`}>
+        <h3>
+          <span class="badge ok-badge">Delivery completed</span> {watched}
+        </h3>
+        <p>
+          All {completed.data.targeted} base stations acknowledged it, {duration(completed.data.completedAfterMs)} after it was overdue ({d.silentDevicesTotal}{' '}
+          had been silent at the {d.deadlineSeconds} s deadline).
+        </p>
+      </section>
+    );
+  }
+  return (
+    <section class="delivery-entry" aria-label={`Delivery of ${watched}`}>
+      <h3>
+        <span class="badge overdue">Delivery overdue</span> {watched}
+      </h3>
+      <p>
+        {silentSummary(d)} at the {d.deadlineSeconds} s deadline (<Time iso={overdue.createdAt} mode="relative" />
+        ). As they were then:
+      </p>
+      <ul class="devices-list" aria-label="Silent base stations">
+        {d.silentDevices.map((s) => (
+          <li key={s.deviceId}>
+            <span class={`dot ${s.online ? 'warn' : 'off'}`} aria-hidden="true" /> <strong>{s.name}</strong>{' '}
+            <span class="muted">
+              · {s.online ? 'online' : 'offline'} · last seen {s.lastSeenAt ? <Time iso={s.lastSeenAt} mode="relative" /> : 'never'}
+            </span>
+          </li>
+        ))}
+      </ul>
+      {more > 0 && <p class="muted">and {more} more not listed: the receipts below page through every pending base station.</p>}
     </section>
   );
 }
@@ -345,17 +460,33 @@ function ReceiptsSection({
       ) : (
         <>
           {receipts.events.map((r) => {
-            const label = `${EVENT_LABEL[r.eventType] ?? r.eventType} (offset ${r.offset})`;
+            const name = `${label(r.eventType)} (offset ${r.offset})`;
             const acknowledgedBy = r.devices.acknowledgedBy ?? [];
             return (
-              <section class="receipt" key={r.eventId} aria-label={`Receipts of ${label}`}>
+              <section class="receipt" key={r.eventId} aria-label={`Receipts of ${name}`}>
                 <h3>
-                  {EVENT_LABEL[r.eventType] ?? r.eventType} <span class="muted">· offset {r.offset}</span>
+                  {label(r.eventType)} <span class="muted">· offset {r.offset}</span>
                 </h3>
+                {r.deadlineAt && (
+                  <p class="deadline">
+                    Deadline <Time iso={r.deadlineAt} mode="absolute" />
+                    {r.overdue && (
+                      <>
+                        {' · '}
+                        <span class="badge overdue">Overdue</span>
+                        {r.devices.acknowledged === r.devices.targeted && <span class="muted"> (acknowledged by all since)</span>}
+                      </>
+                    )}
+                  </p>
+                )}
                 <p class="counts">
-                  <span class={r.devices.acknowledged === r.devices.targeted ? 'ok' : 'warn'}>
-                    {r.devices.acknowledged} of {r.devices.targeted} base stations acknowledged
-                  </span>
+                  {r.devices.targeted === 0 ? (
+                    <span class="muted">No base stations targeted</span>
+                  ) : (
+                    <span class={r.devices.acknowledged === r.devices.targeted ? 'ok' : 'warn'}>
+                      {r.devices.acknowledged} of {r.devices.targeted} base stations acknowledged
+                    </span>
+                  )}
                   {' · '}
                   <span>
                     Webhooks: {r.webhooks.succeeded} delivered, {r.webhooks.failed} failed, {r.webhooks.pending} pending (of {r.webhooks.targeted})
@@ -400,7 +531,7 @@ function ReceiptsSection({
                   </>
                 )}
                 {r.devices.nextCursor && (
-                  <button type="button" class="secondary small" aria-label={`Show more devices of ${label}`} onClick={() => onMoreDevices(r.eventId)}>
+                  <button type="button" class="secondary small" aria-label={`Show more devices of ${name}`} onClick={() => onMoreDevices(r.eventId)}>
                     Show more devices
                   </button>
                 )}
@@ -477,7 +608,19 @@ function AttachmentView({ emergency, attachment }: { emergency: Emergency; attac
   return <StoredFile emergency={emergency} attachment={attachment} />;
 }
 
-function MessagesSection({ messages, error, emergency }: { messages: Message[] | null; error: unknown; emergency: Emergency }) {
+function MessagesSection({
+  messages,
+  error,
+  emergency,
+  canWrite,
+  onPosted,
+}: {
+  messages: Message[] | null;
+  error: unknown;
+  emergency: Emergency;
+  canWrite: boolean;
+  onPosted: (message: Message) => void;
+}) {
   return (
     <section aria-labelledby="messages-title">
       <h2 id="messages-title">Messages</h2>
@@ -510,6 +653,89 @@ function MessagesSection({ messages, error, emergency }: { messages: Message[] |
           ))}
         </ol>
       )}
+      {canWrite && <MessageComposer emergency={emergency} onPosted={onPosted} />}
     </section>
+  );
+}
+
+/**
+ * Posts a text message into the emergency's conversation as the operator (author type `user`, their
+ * display name). The Idempotency-Key stays the same while the text does, so posting again after a lost
+ * answer never posts twice.
+ */
+function MessageComposer({ emergency, onPosted }: { emergency: Emergency; onPosted: (message: Message) => void }) {
+  const session = useSession();
+  const [text, setText] = useState('');
+  const [name, setName] = useState('');
+  const [nameError, setNameError] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const attempt = useRef<{ content: string; key: string } | null>(null);
+  const textId = useId();
+  const errorId = useId();
+
+  async function post(event: Event) {
+    event.preventDefault();
+    setError(null);
+    setNameError(null);
+    const content = text.trim();
+    if (!content) {
+      setError('Write a message first.');
+      return;
+    }
+    let author = session.displayName;
+    if (!author) {
+      author = tidyName(name);
+      if (!author) {
+        setNameError('Enter your name: it is recorded with the message.');
+        return;
+      }
+      session.setDisplayName(author);
+    }
+    if (attempt.current?.content !== content) attempt.current = { content, key: newIdempotencyKey() };
+    setBusy(true);
+    try {
+      const posted = await unwrap(
+        pub().POST('/orgs/{org_id}/emergencies/{emergency_id}/messages', {
+          params: { path: { org_id: emergency.orgId, emergency_id: emergency.emergencyId }, header: { 'idempotency-key': attempt.current.key } },
+          body: { content, author: { type: 'user', name: author } },
+        }),
+      );
+      attempt.current = null;
+      setText('');
+      onPosted(posted);
+    } catch (err) {
+      setError(`Message not posted: ${explain(err)}`);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form class="card composer" aria-label="Post a message" onSubmit={post} noValidate>
+      <div class="field">
+        <label for={textId}>New message</label>
+        <textarea
+          id={textId}
+          rows={2}
+          maxLength={4000}
+          value={text}
+          onInput={(e) => setText((e.target as HTMLTextAreaElement).value)}
+          aria-describedby={error ? errorId : undefined}
+          aria-invalid={error ? 'true' : undefined}
+        />
+      </div>
+      {!session.displayName && <NameField value={name} onInput={setName} error={nameError} />}
+      {error && (
+        <p id={errorId} class="note note-error" role="alert">
+          {error}
+        </p>
+      )}
+      <div class="actions">
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? 'Posting…' : 'Post message'}
+        </button>
+      </div>
+    </form>
   );
 }

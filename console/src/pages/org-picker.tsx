@@ -1,24 +1,20 @@
 import { useEffect, useId, useState } from 'preact/hooks';
-import { allPages, pub, unwrap } from '../api';
+import { Link, Loading } from '../components';
 import { useSession } from '../context';
-import { ErrorNote, Link, Loading } from '../components';
-import { paths } from '../router';
-import type { Org } from '../types';
+import { navigate, paths } from '../router';
 
-/** The organizations the key covers (GET /orgs), by name; picking one opens its board. */
+/** The organizations the key covers (from GET /me), by name; picking one opens its board. A key of one org goes straight there. */
 export function OrgPicker() {
   const session = useSession();
-  const [error, setError] = useState<unknown>(null);
   const [filter, setFilter] = useState('');
   const filterId = useId();
+  const only = session.orgs.length === 1 ? session.orgs[0] : null;
 
   useEffect(() => {
-    if (session.orgs) return;
-    allPages<Org>((cursor) => unwrap(pub().GET('/orgs', { params: { query: { cursor, limit: 200 } } }))).then(session.setOrgs, setError);
-  }, [session]);
+    if (only) navigate(paths.board(only.orgId), true);
+  }, [only]);
 
-  if (error) return <ErrorNote error={error} onRetry={() => setError(null)} />;
-  if (!session.orgs) return <Loading what="organizations" />;
+  if (only) return <Loading what={only.name} />;
   const needle = filter.trim().toLowerCase();
   const shown = session.orgs.filter((o) => !needle || `${o.name} ${o.enterpriseName} ${o.partnerName}`.toLowerCase().includes(needle));
   return (
@@ -46,6 +42,11 @@ export function OrgPicker() {
             </li>
           ))}
         </ul>
+      )}
+      {session.me.orgsTotal > session.orgs.length && (
+        <p class="muted">
+          Showing {session.orgs.length} of {session.me.orgsTotal} organizations.
+        </p>
       )}
     </section>
   );

@@ -1,11 +1,15 @@
 import { useId, useState } from 'preact/hooks';
-import { allPages, ApiError, explain, pub, unwrap } from '../api';
+import { ApiError, explain, type WhoAmI, whoAmI } from '../api';
+import { NameField, tidyName } from '../components';
 import { keepKey } from '../session';
-import type { Org } from '../types';
 
-/** Sign-in with an admin key or an API key; the key is checked (GET /orgs) before it is kept for this tab. */
-export function SignIn({ message, onSignedIn }: { message: string | null; onSignedIn: (key: string, orgs: Org[]) => void }) {
+/**
+ * Sign-in with an admin key or an API key; the key is checked (GET /me) before it is kept for this tab.
+ * The operator's name may be given here, or is asked at the first write that records it.
+ */
+export function SignIn({ message, onSignedIn }: { message: string | null; onSignedIn: (key: string, who: WhoAmI, name: string | null) => void }) {
   const [key, setKey] = useState('');
+  const [name, setName] = useState('');
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const inputId = useId();
@@ -22,11 +26,9 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
     setBusy(true);
     setError(null);
     try {
-      const orgs = await allPages<Org>((cursor) =>
-        unwrap(pub(candidate).GET('/orgs', { params: { query: { cursor, limit: 200 } } }), { keepSessionOn401: true }),
-      );
+      const who = await whoAmI(candidate, { keepSessionOn401: true });
       keepKey(candidate);
-      onSignedIn(candidate, orgs);
+      onSignedIn(candidate, who, tidyName(name) || null);
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) setError('That key was not accepted: it is unknown, expired or revoked. Check it and try again.');
       else if (err instanceof ApiError && err.status === 429) setError(`Too many attempts: ${err.message}`);
@@ -62,6 +64,7 @@ export function SignIn({ message, onSignedIn }: { message: string | null; onSign
         <p id={hintId} class="hint">
           Kept in this browser tab only (sessionStorage); closing the tab signs you out.
         </p>
+        <NameField value={name} onInput={setName} optional />
         {error && (
           <p id={errorId} class="note note-error" role="alert">
             {error}

@@ -47,6 +47,11 @@ function health(deliveries: Delivery[] | null): { label: string; tone: 'ok' | 'w
   return { label: 'Retrying: the latest delivery is pending', tone: 'warn' };
 }
 
+/** The error of a delivery's latest attempt (attempts come oldest first), when that attempt failed with one. */
+function latestError(delivery: Delivery | undefined): string | null {
+  return delivery?.attempts[delivery.attempts.length - 1]?.error ?? null;
+}
+
 function WebhookCard({ webhook }: { webhook: Webhook }) {
   const { org } = useOrg();
   const path = { id: webhook.webhookId };
@@ -64,6 +69,8 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
   const sinceId = useId();
   const titleId = useId();
   const h = health(deliveries.data?.items ?? null);
+  const latest = deliveries.data?.items[0];
+  const latestAttemptError = latestError(latest);
 
   async function test() {
     setTesting(true);
@@ -109,6 +116,13 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
         </span>{' '}
         <span class={`health ${h.tone}`}>{h.label}</span>
       </p>
+      {latest && latestAttemptError && (
+        <p class="note note-warning attempt-error">
+          <span>
+            Latest attempt ({latest.eventType}): <span class="mono">{latestAttemptError}</span>
+          </span>
+        </p>
+      )}
       <p class="muted small">
         Subject: {describeSubject(webhook.subject, org)} · Events: {webhook.eventTypes?.join(', ') ?? 'all'}
         {webhook.disabledReason ? ` · Disabled: ${webhook.disabledReason}` : ''}
@@ -158,6 +172,7 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
                   <td data-label="Event">{d.eventType}</td>
                   <td data-label="Outcome">
                     <span class={d.status === 'delivered' ? 'ok' : d.status === 'failed' ? 'bad' : 'warn'}>{d.status}</span>
+                    {latestError(d) && <div class="small muted">{latestError(d)}</div>}
                   </td>
                   <td data-label="Attempts">
                     {d.attempts.length === 0 ? (
@@ -166,7 +181,8 @@ function WebhookCard({ webhook }: { webhook: Webhook }) {
                       <ul class="attempts">
                         {d.attempts.map((a) => (
                           <li key={a.at}>
-                            <Time iso={a.at} mode="relative" /> — {a.responseStatus ? `HTTP ${a.responseStatus}` : (a.error ?? 'no answer')},{' '}
+                            <Time iso={a.at} mode="relative" /> —{' '}
+                            {a.responseStatus ? `HTTP ${a.responseStatus}${a.error ? `: ${a.error}` : ''}` : (a.error ?? 'no answer')},{' '}
                             {Math.round(a.latencyMs)} ms
                           </li>
                         ))}

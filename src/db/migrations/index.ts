@@ -10,6 +10,8 @@ import * as idempotencyKeys from './0009_idempotency_keys.js';
 import * as deliveryWorkers from './0010_delivery_workers.js';
 import * as eventFeed from './0011_event_feed.js';
 import * as adminKeys from './0012_admin_keys.js';
+import * as ackDeadlines from './0013_ack_deadlines.js';
+import * as capMappings from './0014_cap_mappings.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +26,6 @@ export const migrations: Record<string, Migration> = {
   '0010_delivery_workers': deliveryWorkers,
   '0011_event_feed': eventFeed,
   '0012_admin_keys': adminKeys,
+  '0013_ack_deadlines': ackDeadlines,
+  '0014_cap_mappings': capMappings,
 };

@@ -13,18 +13,23 @@ const MAX_BATCH = 256;
  * Insert-only units of one org as one statement with one offset bump, returning the highest offset. Its WITH clauses
  * commit atomically, and one named statement fits every batch size because each column travels as one array.
  */
-const batchStatement = (withAnswers: boolean) =>
+const batchStatement = (withAnswers: boolean, withDeadlines: boolean) =>
   preparedQuery((db, p) =>
     sql<{ last_offset: string | number }>`
       with emergency as (${insertRows('emergencies', p, true)}),
       audit as (${insertRows('audit_logs', p, true)}),
       ${withAnswers ? sql`answers as (${insertRows('idempotency_keys', p, false)}),` : sql``}
+      ${withDeadlines ? sql`deadlines as (${insertRows('ack_deadlines', p, true)}),` : sql``}
       ${appendEventsCtes(p)}
       ${appendedEventsResult}`.compile(db),
   );
-const insertBatch = batchStatement(true);
-// Most batches carry no Idempotency-Key, so they leave the answers insert out.
-const insertBatchWithoutAnswers = batchStatement(false);
+// Most batches carry no Idempotency-Key and no acknowledgement deadline, so they leave those inserts out.
+const batchStatements = {
+  plain: batchStatement(false, false),
+  answers: batchStatement(true, false),
+  deadlines: batchStatement(false, true),
+  both: batchStatement(true, true),
+};
 
 interface Pending {
   writes: WriteSet;
@@ -103,10 +108,13 @@ export class PgInsertBatcher {
       ),
       ...eventColumns(all((w) => w.eventRows)),
     };
-    const [result] =
-      answers.length > 0
-        ? await insertBatch.execute(this.target, { ...columns, ...rowArrays('idempotency_keys', answers, false) })
-        : await insertBatchWithoutAnswers.execute(this.target, columns);
+    const deadlines = all((w) => w.deadlineRows);
+    const statement = batchStatements[answers.length > 0 ? (deadlines.length > 0 ? 'both' : 'answers') : deadlines.length > 0 ? 'deadlines' : 'plain'];
+    const [result] = await statement.execute(this.target, {
+      ...columns,
+      ...(answers.length > 0 ? rowArrays('idempotency_keys', answers, false) : {}),
+      ...(deadlines.length > 0 ? rowArrays('ack_deadlines', deadlines, true) : {}),
+    });
     if (!result) throw new Error(`Organization ${orgId} does not exist.`);
     return Number(result.last_offset);
   }

@@ -52,6 +52,7 @@ function replay(from: WriteSet, into: Writes): void {
     );
   }
   for (const row of from.auditRows) into.audit.record(row);
+  for (const row of from.deadlineRows) into.deadlines.insert(row);
   for (const event of from.eventRows) into.events.append(event);
 }
 

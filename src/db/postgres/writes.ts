@@ -30,6 +30,7 @@ export async function sendWrites(trx: Kysely<Database>, writes: WriteSet): Promi
   if (writes.attachmentRows.length > 0) await trx.insertInto('attachments').values(writes.attachmentRows).execute();
   if (writes.dedupeRows.length > 0) await trx.insertInto('message_dedupe').values(writes.dedupeRows).execute();
   if (writes.auditRows.length > 0) await trx.insertInto('audit_logs').values(writes.auditRows).execute();
+  if (writes.deadlineRows.length > 0) await trx.insertInto('ack_deadlines').values(writes.deadlineRows).execute();
   const committed: CommittedEvent[] = [];
   for (const [orgId, events] of writes.eventsByOrg()) {
     const query = appendEvents.bind({ db: trx, dialect: 'postgres' }, { org_id: orgId, ...eventColumns(events) });

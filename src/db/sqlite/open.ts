@@ -1,8 +1,8 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, type DatabaseConnection, Kysely, SqliteAdapter, SqliteDialect, SqliteDriver, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
-import type { DatabaseTimeouts, DbHandle, FailureReport } from '../handle.js';
+import { type DatabaseTimeouts, type DbHandle, DatabaseMissingError, type FailureReport } from '../handle.js';
 import type { Database } from '../types.js';
 import type { CommittedEvent } from '../unit-of-work.js';
 import { startSqliteCheckpointer } from './checkpointer.js';
@@ -58,10 +58,13 @@ class ImmediateSqliteDialect extends SqliteDialect {
   }
 }
 
-/** The embedded database: one connection, WAL, every transaction through group commit. */
-export function openSqlite(path: string, timeouts: DatabaseTimeouts): DbHandle {
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-  const sqlite = new BetterSqlite3(path);
+/** The embedded database: one connection, WAL, every transaction through group commit. Without `create`, the file must exist. */
+export function openSqlite(path: string, timeouts: DatabaseTimeouts, create = true): DbHandle {
+  const file = path !== ':memory:';
+  if (file && !create && !existsSync(path)) throw new DatabaseMissingError(`sqlite:${path}`);
+  if (file && create) mkdirSync(dirname(path), { recursive: true });
+  // fileMustExist also covers a file removed between the check above and the open.
+  const sqlite = new BetterSqlite3(path, { fileMustExist: file && !create });
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   // How long a write waits for another process's write lock before SQLITE_BUSY, answered with 503.

@@ -41,6 +41,7 @@ const insertAudit = preparedInsert('audit_logs');
 const insertMessage = preparedInsert('messages');
 const insertAttachment = preparedInsert('attachments');
 const insertDedupe = preparedInsert('message_dedupe');
+const insertDeadline = preparedInsert('ack_deadlines');
 const insertEvent = preparedInsert('events');
 
 const emergencyForChange = preparedQuery((db, p) =>
@@ -66,6 +67,7 @@ export function sendWrites(connection: JobConnection, writes: WriteSet, offsets:
   for (const row of writes.attachmentRows) insertAttachment.runNow(connection, { ...row });
   for (const row of writes.dedupeRows) insertDedupe.runNow(connection, { ...row });
   for (const row of writes.auditRows) insertAudit.runNow(connection, { ...row });
+  for (const row of writes.deadlineRows) insertDeadline.runNow(connection, { ...row });
   const committed: CommittedEvent[] = [];
   for (const [orgId, events] of writes.eventsByOrg()) {
     let offset = 0;

@@ -6,7 +6,7 @@ export const auditLogEntry = z
     auditLogId: uuid,
     orgId: uuid,
     occurredAt: timestamp,
-    eventCategory: z.string().describe('emergency, message, api_key, webhook or device'),
+    eventCategory: z.string().describe('emergency, message, api_key, webhook, device or org'),
     eventType: z.string().describe('e.g. emergency.declared'),
     actor: z.object({ type: z.string(), id: z.string(), name: z.string().nullable() }),
     resource: z.object({ type: z.string(), id: z.string() }),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ackDeadlineSeconds } from '../deadlines/schema.js';
 import { pageOf, timestamp, uuid } from '../shared/schema.js';
 
 export const RESPONSE_LEVELS = ['none', 'hold', 'secure', 'lockdown', 'evacuate', 'shelter', 'medical'] as const;
@@ -12,6 +13,12 @@ export const categoryItem = z
     severity: z.number().int().min(0).max(5),
     isSystem: z.boolean(),
     createdAt: timestamp,
+    ackDeadlineSeconds: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ example: null })
+      .describe("Acknowledgement deadline of this category's emergencies' events, overriding the organization's; null: the organization's."),
   })
   .meta({ id: 'Category' });
 
@@ -27,8 +34,14 @@ export const categoryCreateInput = z.strictObject({
     .transform((c) => c.toUpperCase()),
   severity: z.coerce.number().int().min(0).max(5),
   responseLevel: z.enum(RESPONSE_LEVELS),
+  ackDeadlineSeconds: ackDeadlineSeconds
+    .optional()
+    .describe(
+      "Seconds the organization's base stations have to acknowledge an event of this category's emergencies before an " +
+        "emergency.delivery_overdue, overriding the organization's setting; null: the organization's.",
+    ),
 });
 
 export const categoryUpdateInput = categoryCreateInput
   .partial()
-  .refine((v) => Object.keys(v).length > 0, 'name at least one of name, color, severity, responseLevel');
+  .refine((v) => Object.keys(v).length > 0, 'name at least one of name, color, severity, responseLevel, ackDeadlineSeconds');

@@ -25,12 +25,13 @@ export function toCategoryItem(row: CategoryTable): CategoryItem {
     severity: row.severity,
     isSystem: row.is_system === 1,
     createdAt: row.created_at,
+    ackDeadlineSeconds: row.ack_deadline_seconds === null ? null : Number(row.ack_deadline_seconds),
   };
 }
 
 export async function insertCategory(
   tx: Tx,
-  input: { orgId: string; name: string; color: string; severity: number; responseLevel: string; isSystem?: boolean },
+  input: { orgId: string; name: string; color: string; severity: number; responseLevel: string; isSystem?: boolean; ackDeadlineSeconds?: number | null },
 ): Promise<CategoryTable> {
   const row: CategoryTable = {
     id: newId(),
@@ -41,6 +42,7 @@ export async function insertCategory(
     severity: input.severity,
     is_system: input.isSystem ? 1 : 0,
     created_at: nowIso(),
+    ack_deadline_seconds: input.ackDeadlineSeconds ?? null,
   };
   await tx.db.insertInto('categories').values(row).execute();
   return row;
@@ -68,8 +70,9 @@ async function refuseTakenName(tx: Tx, orgId: string, name: string, exceptId: st
 }
 
 /**
- * Changes a category's name, color, severity or response level; Uncategorized, every emergency's fallback, is immutable (409).
- * Emergencies keep the category as of their last change; other instances see the change when their cache entry expires.
+ * Changes a category's name, color, severity, response level or acknowledgement deadline; Uncategorized, every emergency's
+ * fallback, is immutable (409). Emergencies keep the category as of their last change; other instances see the change when
+ * their cache entry expires. A new deadline applies to events written from then on.
  */
 export async function updateCategory(
   ctx: AppContext,
@@ -94,6 +97,7 @@ export async function updateCategory(
         ...(input.color !== undefined ? { color: input.color } : {}),
         ...(input.severity !== undefined ? { severity: input.severity } : {}),
         ...(input.responseLevel !== undefined ? { response_level: input.responseLevel } : {}),
+        ...(input.ackDeadlineSeconds !== undefined ? { ack_deadline_seconds: input.ackDeadlineSeconds } : {}),
       };
       if (Object.keys(changes).length > 0)
         await tx.db.updateTable('categories').set(changes).where('id', '=', row.id).where('org_id', '=', place.orgId).execute();

@@ -31,6 +31,15 @@ export const eventReceipt = z.object({
   sequence: z.number().int(),
   offset: z.number().int(),
   createdAt: timestamp,
+  deadlineAt: timestamp
+    .nullable()
+    .describe("When the event's acknowledgement deadline falls (the organization's or category's ackDeadlineSeconds after it); null: none."),
+  overdue: z
+    .boolean()
+    .describe(
+      'True once the deadline passed with a targeted device silent (an emergency.delivery_overdue names them); it stays true ' +
+        'after emergency.delivery_completed (compare acknowledged with targeted).',
+    ),
   devices: z.object({
     targeted: z.number().int().describe('Active devices that existed when the event was created.'),
     acknowledged: z.number().int().describe('Targeted devices that have acknowledged it.'),

@@ -1,9 +1,9 @@
 import type { AppContext } from '../../context.js';
 import { deliveryStatusCounts, fannedOutOffset } from '../../delivery/queue.js';
-import type { DeviceTable } from '../../db/types.js';
 import { FieldValidationError, fieldError } from '../../errors.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
+import { deadlinesOfEvents } from '../deadlines/repo.js';
 import { existingEmergencyId } from '../emergencies/not-found.js';
 import { findOrgScope } from '../orgs/scope.js';
 import { CURSOR_SHAPES, decodeCursor, encodeCursor, keysetPage } from '../shared/cursor.js';
@@ -13,6 +13,7 @@ import { activeSubscriptionsInTree, subscriptionWants } from '../webhooks/repo.j
 import { DEVICES_PER_EVENT, type DeviceReceiptItem, type EmergencyReceipts, type EventReceipt, type ReceiptsQuery } from './receipt-schema.js';
 import { firstAckTimes } from './repo.js';
 import { isOnline as online } from './service.js';
+import { activeDevicesOf, DEVICE_COLUMNS, type DeviceRow, hasAcknowledged, targets } from './targeting.js';
 
 /**
  * Who has an alert. A device has acknowledged an event once its acked offset reached the event's
@@ -20,8 +21,6 @@ import { isOnline as online } from './service.js';
  * history. Every answer is a few indexed statements, whatever the number of devices or events:
  * never one per device or per event. Answers are pages (extensions.md §9: at most 1 MiB).
  */
-
-const DEVICE_COLUMNS = ['id', 'name', 'status', 'created_at', 'connection_id', 'last_seen_at', 'acked_offset', 'acked_at', 'connected_at'] as const;
 
 /** `GET /orgs/{org_id}/devices`: the org's base stations by name then id, with how far behind each is. */
 export async function listOrgDevices(
@@ -89,6 +88,15 @@ async function webhookReceipts(ctx: AppContext, orgId: string, events: EventRow[
   return counts;
 }
 
+/**
+ * Whether an event's deadline passed with a targeted device silent: settled so by the deadline worker, or due and not yet
+ * settled (the worker acts within a second or so) while devices are still silent.
+ */
+function isOverdue(deadline: { deadline_at: string; state: string }, devices: { targeted: number; acknowledged: number }, now: number): boolean {
+  if (deadline.state === 'pending') return Date.parse(deadline.deadline_at) <= now && devices.acknowledged < devices.targeted;
+  return deadline.state !== 'met';
+}
+
 /** Where a deviceCursor resumes one event's device list: after this (state, name, id). */
 interface DevicePosition {
   sequence: number;
@@ -120,14 +128,6 @@ function decodeDeviceCursor(cursor: string): DevicePosition {
   return { sequence, state, name, id };
 }
 
-type DeviceRow = Pick<DeviceTable, (typeof DEVICE_COLUMNS)[number]>;
-
-/** Devices sort by name then id as JavaScript compares strings, the same on both databases. */
-function byNameThenId(a: { name: string; id: string }, b: { name: string; id: string }): number {
-  if (a.name !== b.name) return a.name < b.name ? -1 : 1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-}
-
 function follows(device: DeviceRow, state: 0 | 1, from: DevicePosition): boolean {
   if (state !== from.state) return state > from.state;
   return device.name > from.name || (device.name === from.name && device.id > from.id);
@@ -147,16 +147,15 @@ interface DeviceSlice {
  * `devices` are the org's active devices, sorted by name then id.
  */
 function sliceDevices(event: EventRow, devices: DeviceRow[], take: number, withAcknowledged: boolean, from: DevicePosition | null): DeviceSlice {
-  const offset = Number(event.stream_offset);
   let targeted = 0;
   let acknowledged = 0;
   // One more than the window in each list tells whether the event has more devices after it.
   const pending: DeviceRow[] = [];
   const acked: DeviceRow[] = [];
   for (const d of devices) {
-    if (d.created_at > event.created_at) continue;
+    if (!targets(event, d)) continue;
     targeted++;
-    const isAcked = Number(d.acked_offset) >= offset;
+    const isAcked = hasAcknowledged(d, event);
     if (isAcked) acknowledged++;
     if (isAcked && !withAcknowledged) continue;
     const list = isAcked ? acked : pending;
@@ -208,13 +207,16 @@ export async function emergencyReceipts(
   const events = hasMore ? rows.slice(0, params.limit) : rows;
   if (events.length === 0) return { emergencyId: id, events: [], nextCursor: null };
 
-  const devices = (await ctx.db.db.selectFrom('devices').select(DEVICE_COLUMNS).where('org_id', '=', org.id).where('status', '=', 'active').execute()).sort(
-    byNameThenId,
-  );
+  const devices = await activeDevicesOf(ctx.db.db, org.id);
   const withAcknowledged = params.detail === 'devices';
   const take = from ? params.limit : DEVICES_PER_EVENT;
   const slices = events.map((e) => sliceDevices(e, devices, take, withAcknowledged, from));
   const webhooks = await webhookReceipts(ctx, org.id, events);
+  const deadlines = await deadlinesOfEvents(
+    ctx.db.db,
+    org.id,
+    events.map((e) => e.id),
+  );
   const times = withAcknowledged
     ? await firstAckTimes(
         ctx.db.db,
@@ -225,12 +227,15 @@ export async function emergencyReceipts(
   const now = Date.now();
   const receipts = events.map((e, i): EventReceipt => {
     const slice = slices[i]!;
+    const deadline = deadlines.get(e.id);
     return {
       eventId: e.id,
       eventType: e.event_type,
       sequence: Number(e.sequence),
       offset: Number(e.stream_offset),
       createdAt: e.created_at,
+      deadlineAt: deadline?.deadline_at ?? null,
+      overdue: deadline !== undefined && isOverdue(deadline, slice, now),
       devices: {
         targeted: slice.targeted,
         acknowledged: slice.acknowledged,

@@ -181,3 +181,28 @@ export async function firstAckTimes(db: Kysely<Database>, orgId: string, pairs: 
   }
   return times;
 }
+
+/**
+ * When the last of these devices first acknowledged `offset` (the time of each one's first ack
+ * history row covering it, the latest of those); null when none of them has. Grouped per device, a
+ * statement per chunk of ids, never one per device.
+ */
+export async function lastFirstAckAt(db: Kysely<Database>, orgId: string, offset: number, deviceIds: readonly string[]): Promise<string | null> {
+  let last: string | null = null;
+  for (let i = 0; i < deviceIds.length; i += CHUNK) {
+    const firsts = db
+      .selectFrom('device_acks')
+      .select((eb) => eb.fn.min('acked_at').as('first_at'))
+      .where('org_id', '=', orgId)
+      .where('device_id', 'in', deviceIds.slice(i, i + CHUNK))
+      .where('to_offset', '>=', offset)
+      .groupBy('device_id');
+    const row = await db
+      .selectFrom(firsts.as('f'))
+      .select((eb) => eb.fn.max('f.first_at').as('last_at'))
+      .executeTakeFirst();
+    const at = row?.last_at ?? null;
+    if (at !== null && (last === null || at > last)) last = at;
+  }
+  return last;
+}

@@ -10,6 +10,7 @@ import { authorize, authorizeCached } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { principalActor, recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
+import { ackDeadlineFor, recordAckDeadline } from '../deadlines/settings.js';
 import { appendEvent, type EmergencyEventType } from '../../events/append.js';
 import { CURSOR_SHAPES, decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { textsThatFit } from '../shared/page-bytes.js';
@@ -26,11 +27,14 @@ function actorOf(caller: Caller, person: { id: string; name: string } | undefine
   return { type: caller.principal.kind === 'admin_key' ? 'admin_key' : 'api_key', id: actor.id, name: actor.name };
 }
 
-/** Event and audit entry of one transition, recorded in its unit of work so that they commit with the change or not at all. */
+/**
+ * Event, audit entry and acknowledgement deadline (when one applies) of one transition, recorded in its unit of work so that
+ * they commit with the change or not at all.
+ */
 function recordTransition(
   writes: Writes,
   caller: Caller,
-  change: { emergency: EmergencyRecord; recordJson: string; at: string },
+  change: { emergency: EmergencyRecord; recordJson: string; at: string; ackDeadline: number | null },
   eventType: EmergencyEventType,
   sequence: number,
   details: Record<string, unknown>,
@@ -45,7 +49,7 @@ function recordTransition(
     details: { eventId, sequence, ...details },
     occurredAt: change.at,
   });
-  appendEvent(writes, {
+  const event = appendEvent(writes, {
     eventId,
     orgId: emergency.orgId,
     emergencyId: emergency.emergencyId,
@@ -55,6 +59,7 @@ function recordTransition(
     dataJson: eventDataJson(change.recordJson),
     createdAt: change.at,
   });
+  recordAckDeadline(writes, event, change.ackDeadline);
 }
 
 /** The emergency locked for a change, with its current record; 404 when the org has no such emergency. */
@@ -117,12 +122,14 @@ export async function declareEmergency(
   // Read outside the unit of work: categories are never changed or removed, and a committed one may
   // be cached at once, so the declare itself reads nothing and its writes can be batched.
   const category = await resolveCategory(ctx.db, orgId, input);
+  const deadline = ackDeadlineFor(ctx.db.db, orgId, category);
+  const ackDeadline = deadline instanceof Promise ? await deadline : deadline;
   const { emergency, row } = declaredEmergency(caller, orgId, input, category);
   try {
     await ctx.db.commit(
       (writes) => {
         writes.emergencies.insert(row);
-        recordTransition(writes, caller, { emergency, recordJson: row.record, at: row.created_at }, 'emergency.declared', 1, {
+        recordTransition(writes, caller, { emergency, recordJson: row.record, at: row.created_at, ackDeadline }, 'emergency.declared', 1, {
           categoryId: category.id,
         });
       },
@@ -218,7 +225,7 @@ export async function recategorizeEmergency(
       status: 'categorized',
       category: { id: category.id, name: category.name, color: category.color, severity: category.severity },
     };
-    const change = { emergency, recordJson: JSON.stringify(emergency), at: nowIso() };
+    const change = { emergency, recordJson: JSON.stringify(emergency), at: nowIso(), ackDeadline: await ackDeadlineFor(tx.db, orgId, category) };
     tx.emergencies.update(orgId, row.id, { status: 'categorized', category_id: category.id, sequence, updated_at: change.at, record: change.recordJson });
     recordTransition(tx, caller, change, 'emergency.categorized', sequence, {
       previousCategoryId: row.category_id,
@@ -264,7 +271,8 @@ export async function resolveEmergency(
       resolvedBy,
       resolutionNote: input.resolutionNote ?? null,
     };
-    const change = { emergency, recordJson: JSON.stringify(emergency), at: now };
+    const category = await resolveCategory(tx, orgId, { categoryId: row.category_id });
+    const change = { emergency, recordJson: JSON.stringify(emergency), at: now, ackDeadline: await ackDeadlineFor(tx.db, orgId, category) };
     tx.emergencies.update(orgId, row.id, { status: 'resolved', category_id: row.category_id, sequence, updated_at: now, record: change.recordJson });
     recordTransition(tx, caller, change, 'emergency.resolved', sequence, {
       ...(input.metadata ? { resolutionMetadata: input.metadata } : {}),

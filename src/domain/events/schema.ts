@@ -1,8 +1,20 @@
 import { z } from 'zod';
 import { PAGE_BYTES } from '../shared/page-bytes.js';
+import { deliveryCompletedData, deliveryOverdueData } from '../deadlines/schema.js';
 import { cursorParam, INT4_MAX, timestamp, uuid } from '../shared/schema.js';
 
-export const EVENT_TYPES = ['emergency.declared', 'emergency.categorized', 'emergency.resolved'] as const;
+export const EVENT_TYPES = [
+  'emergency.declared',
+  'emergency.categorized',
+  'emergency.resolved',
+  'emergency.delivery_overdue',
+  'emergency.delivery_completed',
+] as const;
+
+/** The `data` of a transition (declared, categorized, resolved). */
+export const emergencyChangeData = z
+  .object({ emergency: z.record(z.string(), z.unknown()).describe('The Emergency record after the change.') })
+  .meta({ id: 'EmergencyChangeData' });
 
 /** The envelope every consumer receives: device frames, webhook bodies and the event feed carry it byte for byte. */
 export const eventEnvelope = z
@@ -14,7 +26,12 @@ export const eventEnvelope = z
     orgId: uuid,
     emergencyId: uuid,
     sequence: z.number().int().describe("Position in the emergency's timeline, from 1."),
-    data: z.object({ emergency: z.record(z.string(), z.unknown()).describe('The Emergency record after the change.') }),
+    data: z
+      .union([emergencyChangeData, deliveryOverdueData, deliveryCompletedData])
+      .describe(
+        'By eventType: declared, categorized and resolved carry `{emergency}` (the Emergency after the change); ' +
+          'delivery_overdue and delivery_completed carry the acknowledgement-deadline data of the event they watch.',
+      ),
   })
   .meta({ id: 'EventEnvelope' });
 

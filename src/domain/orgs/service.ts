@@ -5,7 +5,10 @@ import { inTransaction } from '../../db/connect.js';
 import type { EnterpriseTable, OrgTable, PartnerTable } from '../../db/types.js';
 import { adminSubjectOf, requireInstance, requireReach } from '../access/admin-scope.js';
 import type { Caller } from '../access/principal.js';
+import { recordAudit } from '../audit/record.js';
 import { insertCategory, UNCATEGORIZED } from '../categories/service.js';
+import { ackDeadlineSeconds } from '../deadlines/schema.js';
+import { forgetOrgAckDeadline } from '../deadlines/settings.js';
 import { CURSOR_SHAPES, keysetPage } from '../shared/cursor.js';
 import { newId, nowIso } from '../shared/ids.js';
 import { type Page, pageOf, timestamp, uuid } from '../shared/schema.js';
@@ -17,7 +20,34 @@ export const nameInput = z.strictObject({ name: z.string().trim().min(1, 'must n
 
 export const partnerRecord = z.object({ partnerId: uuid, name: z.string(), createdAt: timestamp }).meta({ id: 'Partner' });
 export const enterpriseRecord = z.object({ enterpriseId: uuid, partnerId: uuid, name: z.string(), createdAt: timestamp }).meta({ id: 'Enterprise' });
-export const orgRecord = z.object({ orgId: uuid, enterpriseId: uuid, name: z.string(), createdAt: timestamp }).meta({ id: 'OrganizationRecord' });
+export const orgRecord = z
+  .object({
+    orgId: uuid,
+    enterpriseId: uuid,
+    name: z.string(),
+    createdAt: timestamp,
+    ackDeadlineSeconds: z
+      .number()
+      .int()
+      .nullable()
+      .meta({ example: 30 })
+      .describe('Seconds its base stations have to acknowledge an emergency event before an emergency.delivery_overdue; null: no deadline.'),
+  })
+  .meta({ id: 'OrganizationRecord' });
+
+/** `PATCH /orgs/{org_id}`: what may change of an organization. */
+export const orgUpdateInput = z
+  .strictObject({
+    name: nameInput.shape.name.optional(),
+    ackDeadlineSeconds: ackDeadlineSeconds
+      .optional()
+      .describe(
+        'Seconds (5..3600) its base stations have to acknowledge each emergency event (declared, categorized, resolved) before an ' +
+          'emergency.delivery_overdue is appended; the event is sent again half-way to the devices that have not acknowledged it. ' +
+          'null turns deadlines off. A category may override it.',
+      ),
+  })
+  .refine((v) => Object.keys(v).length > 0, 'name at least one of name, ackDeadlineSeconds');
 export const partnerPage = pageOf(partnerRecord);
 export const enterprisePage = pageOf(enterpriseRecord);
 export const orgPage = pageOf(orgRecord);
@@ -27,11 +57,14 @@ export type OrgRecord = z.infer<typeof orgRecord>;
 
 const toPartner = (r: PartnerTable): PartnerRecord => ({ partnerId: r.id, name: r.name, createdAt: r.created_at });
 const toEnterprise = (r: EnterpriseTable): EnterpriseRecord => ({ enterpriseId: r.id, partnerId: r.partner_id, name: r.name, createdAt: r.created_at });
-const toOrg = (r: Pick<OrgTable, 'id' | 'enterprise_id' | 'name' | 'created_at'>): OrgRecord => ({
+const ORG_COLUMNS = ['id', 'enterprise_id', 'name', 'created_at', 'ack_deadline_seconds'] as const;
+
+const toOrg = (r: Pick<OrgTable, (typeof ORG_COLUMNS)[number]>): OrgRecord => ({
   orgId: r.id,
   enterpriseId: r.enterprise_id,
   name: r.name,
   createdAt: r.created_at,
+  ackDeadlineSeconds: r.ack_deadline_seconds === null ? null : Number(r.ack_deadline_seconds),
 });
 
 type PageParams = { cursor?: string; limit: number };
@@ -104,6 +137,7 @@ export async function createOrg(ctx: AppContext, caller: Caller, enterpriseId: s
         created_at: nowIso(),
         event_offset: 0,
         pruned_offset: 0,
+        ack_deadline_seconds: null,
       };
       await tx.db.insertInto('orgs').values(row).execute();
       await insertCategory(tx, { orgId: row.id, ...UNCATEGORIZED, isSystem: true });
@@ -115,14 +149,51 @@ export async function createOrg(ctx: AppContext, caller: Caller, enterpriseId: s
 
 export async function listOrgs(ctx: AppContext, caller: Caller, enterpriseId: string, params: PageParams): Promise<Page<OrgRecord>> {
   requireReach(caller, await placeOfEnterprise(ctx.db.db, enterpriseId));
-  const query = ctx.db.db.selectFrom('orgs').select(['id', 'enterprise_id', 'name', 'created_at']).where('enterprise_id', '=', enterpriseId.toLowerCase());
+  const query = ctx.db.db.selectFrom('orgs').select(ORG_COLUMNS).where('enterprise_id', '=', enterpriseId.toLowerCase());
   return keysetPage(query, BY_NAME, params, toOrg);
 }
 
 export async function getOrg(ctx: AppContext, caller: Caller, orgId: string): Promise<OrgRecord> {
   const place = await placeOfOrg(ctx.db.db, orgId);
   requireReach(caller, place);
-  return toOrg(
-    await ctx.db.db.selectFrom('orgs').select(['id', 'enterprise_id', 'name', 'created_at']).where('id', '=', place.orgId).executeTakeFirstOrThrow(),
+  return toOrg(await ctx.db.db.selectFrom('orgs').select(ORG_COLUMNS).where('id', '=', place.orgId).executeTakeFirstOrThrow());
+}
+
+/**
+ * Renames an organization or sets its acknowledgement deadline (null: off), with an audit entry in the org's log. A new
+ * deadline applies to events written from then on: at once on this instance, within a few seconds on others.
+ */
+export async function updateOrg(ctx: AppContext, caller: Caller, orgId: string, raw: unknown, write: WriteOptions = {}): Promise<OrgRecord> {
+  const input = orgUpdateInput.parse(raw);
+  return inTransaction(
+    ctx.db,
+    async (tx) => {
+      const place = await placeOfOrg(tx.db, orgId);
+      requireReach(caller, place);
+      const row = await tx.db.selectFrom('orgs').select(ORG_COLUMNS).where('id', '=', place.orgId).executeTakeFirstOrThrow();
+      const changes = {
+        ...(input.name !== undefined ? { name: input.name } : {}),
+        ...(input.ackDeadlineSeconds !== undefined ? { ack_deadline_seconds: input.ackDeadlineSeconds } : {}),
+      };
+      await tx.db.updateTable('orgs').set(changes).where('id', '=', place.orgId).execute();
+      recordAudit(tx, caller, {
+        orgId: place.orgId,
+        eventCategory: 'org',
+        eventType: 'org.updated',
+        resource: { type: 'org', id: place.orgId },
+        details: {
+          ...(input.name !== undefined ? { name: input.name, previousName: row.name } : {}),
+          ...(input.ackDeadlineSeconds !== undefined
+            ? {
+                ackDeadlineSeconds: input.ackDeadlineSeconds,
+                previousAckDeadlineSeconds: row.ack_deadline_seconds === null ? null : Number(row.ack_deadline_seconds),
+              }
+            : {}),
+        },
+      });
+      tx.afterCommit(() => forgetOrgAckDeadline(place.orgId));
+      return toOrg({ ...row, ...changes });
+    },
+    write.idempotency,
   );
 }

@@ -16,24 +16,48 @@ const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 const PRIVATE_SUFFIXES = ['localhost', 'local', 'internal', 'home.arpa', 'localdomain', 'lan', 'intranet', 'in-addr.arpa', 'ip6.arpa'];
 
 /**
- * Why an IP address (IPv4, or IPv6 without brackets) is not public, or null: special-purpose ranges are refused, among them IPv6
- * outside 2000::/3 and the 6to4 and Teredo prefixes that can embed a private IPv4 address; an IPv4-mapped one is judged by its IPv4.
+ * The special-purpose range of an IP address (IPv4, or IPv6 without brackets) as ipaddr.js names it (`loopback`, `private`, ...),
+ * or null when it is public: IPv6 outside 2000::/3 and the 6to4 and Teredo prefixes that can embed a private IPv4 address are not;
+ * an IPv4-mapped one is judged by its IPv4.
  */
-export function addressRefusal(address: string): string | null {
-  if (!ipaddr.isValid(address)) return `"${address}" is not an IP address.`;
-  const parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv4') return v4Refusal(parsed as ipaddr.IPv4);
+function nonPublicRange(parsed: ipaddr.IPv4 | ipaddr.IPv6): string | null {
+  if (parsed.kind() === 'ipv4') return parsed.range() === 'unicast' ? null : parsed.range();
   const v6 = parsed as ipaddr.IPv6;
-  if (v6.isIPv4MappedAddress()) return v4Refusal(v6.toIPv4Address());
-  if (!v6.match(GLOBAL_UNICAST_V6) || v6.range() !== 'unicast') {
-    return `The address ${v6.toString()} is a non-public address (${v6.range()}).`;
-  }
+  if (v6.isIPv4MappedAddress()) return nonPublicRange(v6.toIPv4Address());
+  if (!v6.match(GLOBAL_UNICAST_V6) || v6.range() !== 'unicast') return v6.range() === 'unicast' ? 'non-global' : v6.range();
   return null;
 }
 
-function v4Refusal(address: ipaddr.IPv4): string | null {
-  const range = address.range();
-  return range === 'unicast' ? null : `The address ${address.toString()} is a non-public address (${range}).`;
+/** Why an IP address is not public, or null. */
+export function addressRefusal(address: string): string | null {
+  if (!ipaddr.isValid(address)) return `"${address}" is not an IP address.`;
+  const parsed = ipaddr.parse(address);
+  const range = nonPublicRange(parsed);
+  if (range === null) return null;
+  const shown =
+    parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress() ? (parsed as ipaddr.IPv6).toIPv4Address().toString() : parsed.toString();
+  return `The address ${shown} is a non-public address (${range === 'non-global' ? 'unicast' : range}).`;
+}
+
+const RANGE_WORDS: Record<string, string> = {
+  linkLocal: 'link-local',
+  carrierGradeNat: 'carrier-grade NAT',
+  uniqueLocal: 'unique-local',
+  ipv4Mapped: 'IPv4-mapped',
+  rfc6145: 'IPv4-translated',
+  rfc6052: 'NAT64',
+  '6to4': '6to4',
+  teredo: 'Teredo',
+  'non-global': 'non-global',
+};
+
+/** A non-public address described in a few words, e.g. `127.0.0.1 is a loopback address` (null when it is public). */
+export function nonPublicAddressReason(address: string): string | null {
+  if (!ipaddr.isValid(address)) return `${address} is not an IP address`;
+  const range = nonPublicRange(ipaddr.parse(address));
+  if (range === null) return null;
+  const words = RANGE_WORDS[range] ?? range;
+  return `${address} is ${/^(unspecified|IPv4|amt|as112|orchid)/.test(words) ? 'an' : 'a'} ${words} address`;
 }
 
 export const isPublicAddress = (address: string): boolean => addressRefusal(address) === null;

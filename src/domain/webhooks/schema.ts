@@ -1,7 +1,9 @@
 import type { WebhookSubscriptionTable } from '../../db/types.js';
+import { EVENT_TYPES } from '../events/schema.js';
 import { fromJson } from '../shared/json.js';
 
-export const WEBHOOK_EVENT_TYPES = ['emergency.declared', 'emergency.categorized', 'emergency.resolved'] as const;
+/** A subscription may filter on any event type of the org's stream. */
+export const WEBHOOK_EVENT_TYPES = EVENT_TYPES;
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 export const PING_EVENT_TYPE = 'webhook.ping';
 

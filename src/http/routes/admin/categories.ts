@@ -39,7 +39,9 @@ export const categoryAdminRoutes =
       schema: {
         operationId: 'updateCategory',
         tags: ['tenancy'],
-        summary: "Change a category's name, color, severity or response level (Uncategorized is immutable: 409).",
+        summary:
+          "Change a category's name, color, severity, response level or acknowledgement deadline (ackDeadlineSeconds 5..3600, " +
+          "overriding the organization's; null: the organization's). Uncategorized is immutable: 409.",
         headers: idempotencyHeaders,
         params: orgPath.extend({ category_id: idParam }),
         body: categoryUpdateInput,

@@ -2,7 +2,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AppContext } from '../../../context.js';
-import { createOrg, getOrg, listOrgs, nameInput, orgPage, orgRecord } from '../../../domain/orgs/service.js';
+import { createOrg, getOrg, listOrgs, nameInput, orgPage, orgRecord, orgUpdateInput, updateOrg } from '../../../domain/orgs/service.js';
 import { callerOf } from '../../../edge/auth.js';
 import { idempotencyHeaders, writeOptionsOf } from '../../../edge/idempotency.js';
 import { adminErrors, idParam } from './params.js';
@@ -52,5 +52,23 @@ export const orgAdminRoutes =
         response: { 200: orgRecord, ...adminErrors({ 404: 'not_found: no such organization.' }) },
       },
       handler: (req) => getOrg(ctx, callerOf(req), req.params.org_id),
+    });
+    r.patch('/orgs/:org_id', {
+      config: storedAnswer(200, same),
+      schema: {
+        operationId: 'updateOrganization',
+        tags: ['tenancy'],
+        summary: 'Rename an organization or set its acknowledgement deadline (ackDeadlineSeconds 5..3600, null: off).',
+        description:
+          'With a deadline, every emergency event (declared, categorized, resolved) that a targeted base station has not acknowledged ' +
+          'by then is followed by one emergency.delivery_overdue naming the silent stations, and once they all acknowledge by one ' +
+          'emergency.delivery_completed. Half-way, the event is sent again to the connected stations that have not acknowledged it. ' +
+          'A category may override the deadline. It applies to events written after the change.',
+        headers: idempotencyHeaders,
+        params: orgPath,
+        body: orgUpdateInput,
+        response: { 200: orgRecord, ...adminErrors({ 404: 'not_found: no such organization.' }) },
+      },
+      handler: (req) => updateOrg(ctx, callerOf(req), req.params.org_id, req.body, writeOptionsOf(req)),
     });
   };

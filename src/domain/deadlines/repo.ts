@@ -1,0 +1,123 @@
+import type { Kysely } from 'kysely';
+import type { Tx } from '../../db/connect.js';
+import type { AckDeadlineTable, Database } from '../../db/types.js';
+
+type Db = Kysely<Database>;
+
+/** Ids per statement of an `in` list, within both drivers' parameter limits. */
+const CHUNK = 500;
+
+/** The deadlines of these events of the org, by event id (events without one are absent). */
+export async function deadlinesOfEvents(
+  db: Db,
+  orgId: string,
+  eventIds: readonly string[],
+): Promise<Map<string, Pick<AckDeadlineTable, 'deadline_at' | 'state'>>> {
+  const found = new Map<string, Pick<AckDeadlineTable, 'deadline_at' | 'state'>>();
+  for (let i = 0; i < eventIds.length; i += CHUNK) {
+    const rows = await db
+      .selectFrom('ack_deadlines')
+      .select(['event_id', 'deadline_at', 'state'])
+      .where('org_id', '=', orgId)
+      .where('event_id', 'in', eventIds.slice(i, i + CHUNK))
+      .execute();
+    for (const row of rows) found.set(row.event_id, { deadline_at: row.deadline_at, state: row.state });
+  }
+  return found;
+}
+
+/** The earliest deadline still pending (due or not), or null when none is. */
+export async function nextPendingDeadline(db: Db): Promise<string | null> {
+  const row = await db.selectFrom('ack_deadlines').select('deadline_at').where('state', '=', 'pending').orderBy('deadline_at').limit(1).executeTakeFirst();
+  return row?.deadline_at ?? null;
+}
+
+/**
+ * Pending deadlines due at `now`, earliest first, locked until the transaction ends; rows another
+ * worker holds are skipped (SKIP LOCKED), and a row it has already settled no longer reads as pending.
+ */
+export async function claimDueDeadlines(tx: Tx, now: string, limit: number): Promise<AckDeadlineTable[]> {
+  const query = tx.db
+    .selectFrom('ack_deadlines')
+    .selectAll()
+    .where('state', '=', 'pending')
+    .where('deadline_at', '<=', now)
+    .orderBy('deadline_at')
+    .limit(limit);
+  return tx.skipLocked(query).execute();
+}
+
+/** A page of overdue deadlines (being watched for completion), after `afterEventId` in event-id order. */
+export async function overdueDeadlines(db: Db, afterEventId: string, limit: number): Promise<AckDeadlineTable[]> {
+  return db
+    .selectFrom('ack_deadlines')
+    .selectAll()
+    .where('state', '=', 'overdue')
+    .where('event_id', '>', afterEventId)
+    .orderBy('event_id')
+    .limit(limit)
+    .execute();
+}
+
+/** Those of these deadlines still overdue, locked until the transaction ends; rows another worker holds are skipped. */
+export async function claimOverdue(tx: Tx, eventIds: readonly string[]): Promise<AckDeadlineTable[]> {
+  if (eventIds.length === 0) return [];
+  const query = tx.db
+    .selectFrom('ack_deadlines')
+    .selectAll()
+    .where('state', '=', 'overdue')
+    .where('event_id', 'in', [...eventIds])
+    .orderBy('event_id');
+  return tx.skipLocked(query).execute();
+}
+
+/** Sets a claimed deadline's state (and when it changed), in the claiming transaction. */
+export async function settleDeadline(tx: Tx, eventId: string, change: Partial<Pick<AckDeadlineTable, 'state' | 'overdue_at' | 'closed_at'>>): Promise<void> {
+  await tx.db.updateTable('ack_deadlines').set(change).where('event_id', '=', eventId).execute();
+}
+
+/** The watched events, by id: what the targeting rule needs of each. */
+export async function watchedEvents(db: Db, eventIds: readonly string[]): Promise<Map<string, { stream_offset: number; created_at: string }>> {
+  const found = new Map<string, { stream_offset: number; created_at: string }>();
+  for (let i = 0; i < eventIds.length; i += CHUNK) {
+    const rows = await db
+      .selectFrom('events')
+      .select(['id', 'stream_offset', 'created_at'])
+      .where('id', 'in', eventIds.slice(i, i + CHUNK))
+      .execute();
+    for (const row of rows) found.set(row.id, { stream_offset: Number(row.stream_offset), created_at: row.created_at });
+  }
+  return found;
+}
+
+export interface DueResend {
+  eventId: string;
+  orgId: string;
+  offset: number;
+  createdAt: string;
+  payload: string;
+}
+
+/** Events of these orgs whose deadline is still pending and whose re-send fell due in (from, to], with their stored envelope. */
+export async function resendsDue(db: Db, orgIds: readonly string[], from: string, to: string): Promise<DueResend[]> {
+  const due: DueResend[] = [];
+  for (let i = 0; i < orgIds.length; i += CHUNK) {
+    const rows = await db
+      .selectFrom('ack_deadlines as d')
+      .innerJoin('events as e', 'e.id', 'd.event_id')
+      .select(['d.event_id', 'd.org_id', 'e.stream_offset', 'e.created_at', 'e.payload'])
+      .where('d.resend_at', '>', from)
+      .where('d.resend_at', '<=', to)
+      .where('d.state', '=', 'pending')
+      .where('d.org_id', 'in', orgIds.slice(i, i + CHUNK))
+      .orderBy('e.stream_offset')
+      .execute();
+    for (const r of rows) due.push({ eventId: r.event_id, orgId: r.org_id, offset: Number(r.stream_offset), createdAt: r.created_at, payload: r.payload });
+  }
+  return due;
+}
+
+/** Settled deadlines of events older than the retention: their events are gone or going. */
+export async function pruneSettledDeadlines(db: Db, before: string): Promise<void> {
+  await db.deleteFrom('ack_deadlines').where('state', 'in', ['met', 'completed', 'expired']).where('deadline_at', '<', before).execute();
+}

@@ -1,0 +1,272 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { freshDatabaseUrl } from '../helpers/db.js';
+
+/**
+ * Every ```sh, ```bash and ```shell block of README.md and docs/*.md, pasted into bash as a reader would:
+ * in the repository root, one block at a time, after `npm start` (a fresh database, any free port), with
+ * what it printed in BASE, ORG, KEY, ADMIN, AK, EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY. A block that
+ * sets one of those to the placeholder the page shows (`ORG=0b6c0f7e-...`) gets the real value, and
+ * 127.0.0.1:8080 (npm start's address) becomes the test server's. Usage synopses are ```text blocks.
+ *
+ * A block passes when bash (-e -u -o pipefail) exits 0 within the time limit and leaves no file behind.
+ * `curl` gets --fail-with-body unless the block already chose --fail: a command that shows an answer
+ * prints an error body as readily as a success, so without it a 401 or a 404 would pass unnoticed.
+ */
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
+const BLOCK_TIMEOUT_MS = 120_000;
+
+interface Block {
+  file: string;
+  line: number;
+  code: string;
+}
+
+/** The shell blocks of a page, fences indented inside a list item included (their indentation removed). */
+function shellBlocks(file: string): Block[] {
+  const lines = readFileSync(join(ROOT, file), 'utf8').split('\n');
+  const blocks: Block[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^(\s*)```(\w*)\s*$/.exec(lines[i]!);
+    if (!open) continue;
+    const indent = open[1]!.length;
+    const body: string[] = [];
+    let j = i + 1;
+    while (j < lines.length && !/^\s*```\s*$/.test(lines[j]!)) body.push(lines[j++]!.slice(indent));
+    if (['sh', 'bash', 'shell'].includes(open[2]!)) blocks.push({ file, line: i + 1, code: body.join('\n') });
+    i = j;
+  }
+  return blocks;
+}
+
+/** A block's commands without comments and blank lines. */
+const commands = (code: string) =>
+  code
+    .split('\n')
+    .map((l) => l.replace(/\s+#.*$/, '').trim())
+    .filter((l) => l && !l.startsWith('#'));
+
+const firstLine = (block: Block) => commands(block.code)[0] ?? '';
+
+// `npm ci` and `npm test` cannot run inside the test suite (they reinstall and rerun it): the Setup block is
+// checked against what CI runs instead, and `npm start` is what every other block runs against.
+const SETUP = ['npm ci && npm start', 'npm test'];
+const isSetup = (block: Block) => commands(block.code).join('\n') === SETUP.join('\n');
+
+const ALL = PAGES.flatMap(shellBlocks);
+const RUNNABLE = ALL.filter((b) => !isSetup(b));
+
+interface DemoServer {
+  child: ChildProcess;
+  output: () => string;
+  url: string;
+  orgId: string;
+  key: string;
+  adminKey: string;
+}
+
+/** `npm start` on a fresh database and a free port; what it prints, parsed. */
+async function npmStart(databaseUrl: string): Promise<DemoServer> {
+  const child = spawn('npm', ['start'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
+  const banner = await new Promise<string>((done, fail) => {
+    const timer = setTimeout(() => fail(new Error(`npm start printed no banner within 60 s:\n${output}`)), 60_000);
+    child.stdout!.on('data', () => {
+      // The banner ends with the ready-to-paste declare.
+      if (/Declare an emergency:[\s\S]*-d '.*'\n/.test(output)) {
+        clearTimeout(timer);
+        done(output);
+      }
+    });
+    child.once('exit', (code) => fail(new Error(`npm start exited (${code}):\n${output}`)));
+  });
+  const field = (pattern: RegExp) => {
+    const m = pattern.exec(banner);
+    assert.ok(m, `the banner shows ${pattern}:\n${banner}`);
+    return m[1]!;
+  };
+  return {
+    child,
+    output: () => output,
+    url: field(/^emergency-api is listening on (http:\/\/127\.0\.0\.1:\d+) /m),
+    orgId: field(/^ {2}demo org id : ([0-9a-f-]{36})$/m),
+    key: field(/^ {2}demo API key: (enk_live_[0-9a-f]+) /m),
+    adminKey: field(/^ {2}admin key {3}: (enk_adm_[0-9a-f]+) /m),
+  };
+}
+
+function stopGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+const CURL_WITH_FAIL = `curl() {
+  local arg
+  for arg in "$@"; do
+    case "$arg" in --fail | --fail-with-body | -[!-]*f*) command curl "$@"; return ;; esac
+  done
+  command curl --fail-with-body "$@"
+}`;
+
+interface Outcome {
+  code: number | null;
+  timedOut: boolean;
+  output: string;
+}
+
+/** Runs a script with bash in its own process group, which is ended afterwards (background jobs included). */
+async function runBash(script: string, env: Record<string, string | undefined>): Promise<Outcome> {
+  const child = spawn('bash', ['-e', '-u', '-o', 'pipefail', '-c', `${CURL_WITH_FAIL}\n${script}`], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk));
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stopGroup(child);
+  }, BLOCK_TIMEOUT_MS);
+  const code = await new Promise<number | null>((done) => child.once('exit', (c) => done(c)));
+  clearTimeout(timer);
+  stopGroup(child);
+  return { code, timedOut, output };
+}
+
+describe('shell blocks of README.md and docs/*.md, run as pasted', () => {
+  const database = freshDatabaseUrl();
+  let server: DemoServer;
+  let env: Record<string, string | undefined>;
+  const ran = new Map<Block, Outcome>();
+
+  before(async () => {
+    server = await npmStart(database.url);
+    env = {
+      ...process.env,
+      // Remote admin commands, and local ones (DATABASE_URL), reach the server the blocks run against.
+      DATABASE_URL: database.url,
+      LOG_LEVEL: undefined,
+      NODE_OPTIONS: undefined,
+      BASE: `${server.url}/api/public/v1`,
+      ORG: server.orgId,
+      KEY: server.key,
+      ADMIN: `${server.url}/api/admin/v1`,
+      AK: server.adminKey,
+      EMERGENCY_API_URL: server.url,
+      EMERGENCY_API_ADMIN_KEY: server.adminKey,
+    };
+  });
+  after(async () => {
+    if (server) {
+      stopGroup(server.child);
+      await new Promise((r) => (server.child.exitCode === null && server.child.signalCode === null ? server.child.once('exit', r) : r(null)));
+    }
+    await database.drop();
+  });
+
+  it('README: the Setup block is the two commands CI runs, and npm start prints the demo org, its keys and a working declare', async () => {
+    const setup = ALL.filter(isSetup);
+    assert.deepEqual(
+      setup.map((b) => b.file),
+      ['README.md'],
+      'one Setup block, in the README',
+    );
+    assert.equal(ALL[0], setup[0], 'it is the first shell block of the README');
+    const ci = commands(readFileSync(join(ROOT, '.ci/run'), 'utf8'));
+    assert.ok(ci.includes('npm ci') && ci.includes('npm test'), '.ci/run installs with npm ci and tests with npm test');
+    // The declare the banner offers, pasted as is, is answered 201.
+    const declare = /^Declare an emergency:\n([\s\S]*?-d '.*')$/m.exec(server.output())![1]!;
+    const { code, output } = await runBash(`${declare} -o /dev/null -w '%{http_code}'`, env);
+    assert.equal(code, 0, output);
+    assert.equal(output, '201');
+  });
+
+  for (const block of RUNNABLE) {
+    it(`${block.file}:${block.line} ${firstLine(block)}`, { timeout: BLOCK_TIMEOUT_MS + 10_000 }, async () => {
+      const present = new Set(readdirSync(ROOT));
+      const outcome = await runBash(asPasted(block.code, server), env);
+      ran.set(block, outcome);
+      // Reported, not removed: the working tree is the reader's.
+      const left = readdirSync(ROOT).filter((name) => !present.has(name));
+      const where = `${block.file}:${block.line} (${firstLine(block)})`;
+      assert.ok(!outcome.timedOut, `${where} still ran after ${BLOCK_TIMEOUT_MS / 1000} s:\n${outcome.output.slice(-3000)}`);
+      assert.equal(outcome.code, 0, `${where} exited ${outcome.code}:\n${outcome.output.slice(-3000)}`);
+      assert.deepEqual(left, [], `${where} left files in the repository root`);
+    });
+  }
+
+  it('README, Managing tenants over HTTP: the school it creates has its two base stations and its lockdown', async () => {
+    const tenants = RUNNABLE.find((b) => b.file === 'README.md' && b.code.includes('"name":"Lincoln High"'));
+    assert.ok(tenants, 'the README creates a tenant over the admin API');
+    assert.equal(ran.get(tenants)?.code, 0, 'the block ran');
+    // An admin key reads every org beneath its subject on the public API too.
+    const asAdmin = { authorization: `Bearer ${server.adminKey}` };
+    const orgs = await (await fetch(`${server.url}/api/public/v1/orgs?limit=200`, { headers: asAdmin })).json();
+    const school = orgs.items.find((o: { name: string }) => o.name === 'Lincoln High');
+    assert.ok(school, 'the org exists');
+    const devices = await (await fetch(`${server.url}/api/public/v1/orgs/${school.orgId}/devices`, { headers: asAdmin })).json();
+    assert.deepEqual(devices.items.map((d: { name: string }) => d.name).sort(), ['Gym', 'Library']);
+    const emergencies = await (await fetch(`${server.url}/api/public/v1/orgs/${school.orgId}/emergencies`, { headers: asAdmin })).json();
+    assert.deepEqual(
+      emergencies.items.map((e: { category: { name: string } }) => e.category.name),
+      ['Lockdown'],
+    );
+  });
+
+  it('README walk-through: the emergency it declares ends resolved, with its timeline', async () => {
+    const walkThrough = RUNNABLE.find((b) => b.file === 'README.md' && b.code.includes('/resolutions'));
+    assert.ok(walkThrough, 'the README has a walk-through that resolves');
+    const outcome = ran.get(walkThrough);
+    assert.equal(outcome?.code, 0, 'the walk-through ran');
+    // JSON answers end without a newline; the id the block echoes ends its line.
+    const id = /([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\n/.exec(outcome!.output)?.[1];
+    assert.ok(id, 'the walk-through echoes the emergency id it declared');
+    const res = await fetch(`${server.url}/api/public/v1/orgs/${server.orgId}/emergencies/${id}`, { headers: { authorization: `Bearer ${server.key}` } });
+    assert.equal(res.status, 200);
+    assert.equal((await res.json()).status, 'resolved');
+  });
+});
+
+/** The block with npm start's values in place of the page's placeholders. */
+function asPasted(code: string, server: DemoServer): string {
+  const host = new URL(server.url).host;
+  const real: Record<string, string> = {
+    BASE: `${server.url}/api/public/v1`,
+    ORG: server.orgId,
+    KEY: server.key,
+    ADMIN: `${server.url}/api/admin/v1`,
+    AK: server.adminKey,
+    EMERGENCY_API_URL: server.url,
+    EMERGENCY_API_ADMIN_KEY: server.adminKey,
+  };
+  return code
+    .replace(
+      /^(\s*(?:export\s+)?)(BASE|ORG|KEY|ADMIN|AK|EMERGENCY_API_URL|EMERGENCY_API_ADMIN_KEY)=(\S*)/gm,
+      (whole, lead: string, name: string, value: string) => (/\.\.\.|…|127\.0\.0\.1:8080/.test(value) ? `${lead}${name}=${real[name]}` : whole),
+    )
+    .replaceAll('127.0.0.1:8080', host)
+    .replaceAll('localhost:8080', host);
+}

@@ -20,6 +20,7 @@ import { healthRoutes } from './http/routes/health.js';
 import { serverOptions } from './http/server-options.js';
 import { zodValidatorCompiler } from './http/validation.js';
 import { mcpRoutes } from './mcp/plugin.js';
+import type { RoleParts } from './roles.js';
 
 export { ADMIN_PREFIX, API_PREFIX } from './http/prefixes.js';
 
@@ -36,6 +37,8 @@ export interface AppServices extends KeyGate {
 /** Internal knobs of the application (not configuration): tests shorten timings with them. */
 export interface AppOptions {
   streams?: Partial<Omit<StreamLimits, 'perKey' | 'max'>>;
+  /** The routes of this process's role (src/roles.ts); everything by default. */
+  parts?: Pick<RoleParts, 'apis' | 'eventStreams'>;
 }
 
 /** Builds the HTTP application (REST v1, health); used by `serve` and by every test. */
@@ -92,11 +95,14 @@ export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promi
   // Never to anonymous clients on this port: with METRICS_TOKEN only, and not at all once METRICS_PORT gives it a listener.
   if (metricsOnApiPort(ctx.config)) await app.register(metricsRoute(ctx, gate.authFailures));
   if (ctx.config.CORS_ORIGINS.length > 0) await app.register(fastifyCors, corsOptions(ctx.config.CORS_ORIGINS));
-  await app.register(docsPage);
-  await app.register(consolePage());
+  const parts = options.parts ?? { apis: true, eventStreams: true };
+  if (parts.apis) {
+    await app.register(docsPage);
+    await app.register(consolePage());
+  }
   await app.register(healthRoutes(ctx));
-  await registerApis(app, ctx, gate);
-  await app.register(mcpRoutes(ctx, gate));
+  await registerApis(app, ctx, gate, parts);
+  if (parts.apis) await app.register(mcpRoutes(ctx, gate));
   return app;
 }
 

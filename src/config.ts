@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { PROCESS_ROLES } from './roles.js';
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', ''])
@@ -86,6 +87,8 @@ const configSchema = z
     WEBHOOK_DNS_TIMEOUT_MS: z.coerce.number().int('a whole number of milliseconds').min(100).max(60_000).default(3000),
     /** Webhook target names looked up at once in one process; more wait for a slot within their deadline. */
     WEBHOOK_DNS_MAX_IN_FLIGHT: z.coerce.number().int('a whole number of lookups').min(1).max(10_000).default(32),
+    /** What `serve` runs (src/roles.ts): all, or one role of a fleet (api, gateway, worker; PostgreSQL only). `--role` overrides it. */
+    ROLE: z.enum(PROCESS_ROLES).default('all'),
     /** `serve` delivers webhooks itself; false when only separate `emergency-api worker` processes should. */
     WEBHOOK_DELIVERY_IN_SERVE: z
       .enum(['true', 'false', '1', '0'])

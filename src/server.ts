@@ -12,6 +12,7 @@ import { startPgEventListener } from './db/postgres/listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
 import { type DeadlineWorkerOptions, startDeadlineWorker } from './deadlines/worker.js';
+import { type ProcessRole, ROLE_PARTS } from './roles.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -44,51 +45,64 @@ export interface ServerOptions {
   streams?: AppOptions['streams'];
   /** Acknowledgement-deadline worker timings; false runs the server without it. */
   deadlines?: Partial<DeadlineWorkerOptions> | false;
+  /** The role of this process (src/roles.ts); ROLE of the configuration by default. */
+  role?: ProcessRole;
 }
 
 /**
- * Starts everything `serve` runs in one process: migrations, then the HTTP server (REST, tool
- * server, device gateway) and the background workers. `stop` shuts them down in reverse order.
+ * Starts what `serve` runs in one process: migrations, then the HTTP server (REST, tool server, device
+ * gateway) and the background workers, or the share of them its role names (src/roles.ts). Every role
+ * listens on PORT, at least for /healthz and /readyz. `stop` shuts them down in reverse order.
  */
 export async function startServer(config: Config, existing?: AppContext, options: ServerOptions = {}): Promise<RunningServer> {
   const ctx = existing ?? createContext(config);
   await migrateToLatest(ctx.db);
-  const app = await buildApp(ctx, { streams: options.streams });
+  const role = options.role ?? config.ROLE;
+  const parts = ROLE_PARTS[role];
+  const app = await buildApp(ctx, { streams: options.streams, parts });
   const reportFailure: FailureReport = (err, consequence) => app.log.error(describeError(err), consequence);
   ctx.db.reportFailures(reportFailure);
   ctx.db.offloadCheckpoints?.();
   // Background parts started with the server; each returns its stop function.
   const stoppers: (() => Promise<void>)[] = [];
-  stoppers.push(startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure));
-  const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices, {
-    authFailures: app.services.authFailures,
-    connections: app.services.connections,
-  });
-  stoppers.push(() => gateway.stop());
-  // WEBHOOK_DELIVERY_IN_SERVE=false leaves delivery to separate `emergency-api worker` processes.
-  if (options.dispatcher !== false && config.WEBHOOK_DELIVERY_IN_SERVE) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
-  // Every instance acts on acknowledgement deadlines; claims in the database keep each to one of them.
-  if (options.deadlines !== false) {
+  // Wake-ups from the other processes of the fleet: for device sockets and streams, webhook delivery and deadlines.
+  if (parts.deviceGateway || parts.eventStreams || parts.webhookDelivery || parts.deadlines) {
+    stoppers.push(startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure));
+  }
+  if (parts.deviceGateway) {
+    const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices, {
+      authFailures: app.services.authFailures,
+      connections: app.services.connections,
+    });
+    stoppers.push(() => gateway.stop());
+  }
+  // WEBHOOK_DELIVERY_IN_SERVE=false leaves delivery of role `all` to separate `worker` processes (or `serve --role worker`).
+  const delivers = parts.webhookDelivery && (role === 'worker' || config.WEBHOOK_DELIVERY_IN_SERVE);
+  if (options.dispatcher !== false && delivers) stoppers.push(startDispatcher(ctx, { logger: app.log, ...options.dispatcher }).stop);
+  // Every process with this part acts on acknowledgement deadlines; claims in the database keep each to one of them.
+  if (parts.deadlines && options.deadlines !== false) {
     const deadlines = startDeadlineWorker(ctx, app.log, options.deadlines);
     stoppers.push(() => deadlines.stop());
   }
   // Expired Idempotency-Key answers (kept 24 h) and events past EVENT_RETENTION_DAYS.
-  stoppers.push(
-    startSweeper(
-      () => sweepExpiredAnswers(ctx.db.db),
-      ANSWER_SWEEP_MS,
-      reportFailure,
-      'sweeping expired Idempotency-Key answers failed; the next sweep retries',
-    ),
-  );
-  stoppers.push(
-    startSweeper(
-      () => pruneExpiredEvents(ctx.db, config.EVENT_RETENTION_DAYS),
-      EVENT_SWEEP_MS,
-      reportFailure,
-      'pruning expired events failed; the next sweep retries',
-    ),
-  );
+  if (parts.sweeps) {
+    stoppers.push(
+      startSweeper(
+        () => sweepExpiredAnswers(ctx.db.db),
+        ANSWER_SWEEP_MS,
+        reportFailure,
+        'sweeping expired Idempotency-Key answers failed; the next sweep retries',
+      ),
+    );
+    stoppers.push(
+      startSweeper(
+        () => pruneExpiredEvents(ctx.db, config.EVENT_RETENTION_DAYS),
+        EVENT_SWEEP_MS,
+        reportFailure,
+        'pruning expired events failed; the next sweep retries',
+      ),
+    );
+  }
   const abandon = async (err: unknown): Promise<never> => {
     await app.close();
     for (const stopper of stoppers.reverse()) await stopper();

@@ -156,7 +156,8 @@ export function simulateDevice(options: SimulatorOptions): Promise<void> {
           reject(new Error('the device credential was revoked'));
           return;
         }
-        const wait = Math.round(retryMs * (0.8 + Math.random() * 0.4));
+        // Full jitter (docs/devices.md): the devices of a gateway that went away do not all come back at once.
+        const wait = Math.round(Math.random() * retryMs);
         err.write(`disconnected (${code}${reason.length ? ` ${reason.toString()}` : ''}); reconnecting in ${wait} ms\n`);
         retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
         setTimeout(connect, wait);

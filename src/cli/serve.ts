@@ -2,9 +2,10 @@ import { createContext } from '../create-context.js';
 import { type Config, loadConfig } from '../config.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { migrations } from '../db/migrations/index.js';
-import { type CliCommand, databaseCommand } from './command.js';
+import { type CliCommand, databaseCommand, UsageError } from './command.js';
 import { provisionDemo, provisionDemoKeys, withDemoDefaults } from './demo.js';
-import { prepareAttachmentDirectory, startupStep } from './startup-failure.js';
+import { isProcessRole, PROCESS_ROLES } from '../roles.js';
+import { checkRoleDatabase, prepareAttachmentDirectory, startupStep } from './startup-failure.js';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
 
@@ -41,29 +42,40 @@ export const serveCommands: Record<string, CliCommand> = {
   serve: {
     summary: 'run the server: REST, admin API, MCP, device gateway and webhook delivery',
     options: {
+      role: {
+        type: 'string',
+        value: 'ROLE',
+        description: `what this process runs: ${PROCESS_ROLES.join(', ')} (default ROLE, else all); roles other than all need PostgreSQL`,
+      },
       demo: {
         type: 'boolean',
         description:
-          'provision a demo org (or reuse it), print a fresh API key and admin key (revoking the previous demo keys); accept local webhook receivers',
+          'provision a demo org (or reuse it), print a fresh API key and admin key (revoking the previous demo keys); accept local webhook receivers; with --role all or api',
       },
     },
     json: false,
     details: [
       'Reads its configuration from the environment (PORT, HOST, DATABASE_URL, ...); applies pending migrations; stops on SIGTERM or SIGINT.',
       'A start-up failure prints what to change and exits with a code of its kind ("Start-up" in docs/operations.md).',
+      'Roles ("Roles and fleets" in docs/operations.md): api serves REST, MCP, docs and the console; gateway the device sockets and event streams; worker webhook delivery, deadlines and retention; all of them in one process by default.',
     ],
     standalone: true,
     run: async ({ values }) => {
       const demo = values.demo === true;
       const config = loadConfig(demo ? withDemoDefaults(process.env) : process.env);
+      const role = typeof values.role === 'string' ? values.role : config.ROLE;
+      if (!isProcessRole(role)) throw new UsageError(`--role must be one of ${PROCESS_ROLES.join(', ')}`);
+      if (demo && role !== 'all' && role !== 'api') throw new UsageError('--demo provisions through the API: use it with --role all or api');
+      checkRoleDatabase(role, config);
       const ctx = await startupStep('database', config, () => createContext(config));
       const applied = await startupStep('database', config, () => migrateToLatest(ctx.db));
       for (const name of applied) process.stderr.write(`migration ${name} applied\n`);
       await startupStep('attachments', config, () => prepareAttachmentDirectory(config));
       // The web stack is loaded by this command only, not by every command of the CLI.
       const { startServer } = await import('../server.js');
-      const server = await startupStep('listen', config, () => startServer(config, ctx));
+      const server = await startupStep('listen', config, () => startServer(config, ctx, { role }));
       for (const name of applied) server.app.log.info({ migration: name }, `migration ${name} applied`);
+      server.app.log.info({ role }, `serving as role ${role}`);
       if (server.metricsUrl) server.app.log.info({ url: `${server.metricsUrl}/metrics` }, 'metrics listener started');
       const shutdown = async (signal: string) => {
         server.app.log.info({ signal }, 'shutting down');

@@ -15,6 +15,7 @@ export const STARTUP_EXIT_CODES = {
   addressUnresolvable: 84,
   portInUse: 85,
   portPermission: 86,
+  roleNeedsPostgres: 87,
 } as const;
 
 /** A start-up failure explained in a line or two that name the setting: printed without a stack trace. */
@@ -25,6 +26,19 @@ export class StartupFailure extends Error {
   ) {
     super(message);
   }
+}
+
+/**
+ * A role of a fleet (src/roles.ts) runs beside other processes on one database, which SQLite does not support:
+ * such a start is refused before anything is opened.
+ */
+export function checkRoleDatabase(role: string, config: Config): void {
+  if (role === 'all' || !config.DATABASE_URL.startsWith('sqlite:')) return;
+  throw new StartupFailure(
+    `role ${role} (--role or ROLE) runs as one process of a fleet sharing one PostgreSQL database, but DATABASE_URL=${config.DATABASE_URL} is SQLite.\n` +
+      'Set DATABASE_URL=postgres://... for every process of the fleet, or run one process with --role all (the default).',
+    STARTUP_EXIT_CODES.roleNeedsPostgres,
+  );
 }
 
 /** What `serve` was doing when it failed: it tells which setting a system error is about. */

@@ -1,7 +1,8 @@
 import type { DbHandle } from '../db/connect.js';
 import type { DeviceConnection } from './connection.js';
-import { eventsAfter, type StoredEvent } from '../events/read.js';
+import type { StoredEvent } from '../events/read.js';
 import { LiveReader } from '../events/live-reader.js';
+import type { ReplayPages } from './replay-pages.js';
 import { eventFrame, wireTextFrame } from './protocol.js';
 import { type DeviceFrameWritten, deviceFrameWritten } from '../observability/trace-channels.js';
 
@@ -10,6 +11,8 @@ export interface OrgStreamOptions {
   pageSize: number;
   /** During replay, wait for the socket to drain once this many bytes are queued. */
   replayHighWaterBytes: number;
+  /** Where replays read, shared with the replays of the org's other devices. */
+  replayPages: ReplayPages;
   onError(err: unknown, where: string): void;
   /** Called once per live event written to the org's sockets, with the event's creation time. */
   onLiveEvent?(createdAtMs: number): void;
@@ -18,8 +21,9 @@ export interface OrgStreamOptions {
 /**
  * Everything this instance sends to the devices of one org. Live members get each row from one
  * reader; a connection resuming from an older offset replays on its own (a slow replay never delays
- * the others) and joins the live set in one synchronous step once its `lastSent` has reached
- * `readOffset`, so no row can fall between the replay and the live reader.
+ * the others, though the database reads are shared: see ReplayPages) and joins the live set in one
+ * synchronous step once its `lastSent` has reached `readOffset`, so no row can fall between the
+ * replay and the live reader.
  */
 export class OrgStream extends LiveReader<DeviceConnection> {
   /** Connections still replaying. */
@@ -71,8 +75,9 @@ export class OrgStream extends LiveReader<DeviceConnection> {
         if (conn.ws.bufferedAmount > this.options.replayHighWaterBytes) await conn.drained();
         if (!conn.open) return;
         if (this.tryJoin(conn, atEnd)) return;
-        const rows = await eventsAfter(this.db, this.orgId, conn.lastSent, this.options.pageSize);
-        atEnd = rows.length < this.options.pageSize;
+        const page = await this.options.replayPages.read(this.orgId, conn.lastSent, this.readOffset);
+        const rows = page.rows;
+        atEnd = page.atEnd;
         for (const row of rows) {
           if (!conn.sendStored(row.offset, row.payload)) return;
           // Paced by the device: a replay of many events never sits in server memory at once.

@@ -3,6 +3,12 @@ import { committedOffsets } from '../events/read.js';
 import type { BackgroundWork } from './background-work.js';
 import type { DeviceConnection } from './connection.js';
 import { OrgStream } from './org-stream.js';
+import { ReplayPages } from './replay-pages.js';
+
+/** Payload bytes of recent replay pages kept for the replays of other devices, over every org. */
+const REPLAY_PAGES_MAX_BYTES = 32 * 1024 * 1024;
+/** How long one replay read serves the others: a reconnect storm's jittered arrivals fall within it. */
+const REPLAY_PAGES_TTL_MS = 5_000;
 
 export interface OrgStreamsOptions {
   /** Rows read per query. */
@@ -20,6 +26,7 @@ export interface OrgStreamsOptions {
  */
 export class OrgStreams {
   private readonly streams = new Map<string, OrgStream>();
+  private readonly replayPages: ReplayPages;
   private polling = false;
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
@@ -29,7 +36,15 @@ export class OrgStreams {
     private readonly background: BackgroundWork,
     private readonly onError: (err: unknown, where: string) => void,
     private readonly options: OrgStreamsOptions,
-  ) {}
+  ) {
+    const reads = ctx.metrics.deviceReplayReads;
+    this.replayPages = new ReplayPages(ctx.db, {
+      pageSize: options.pageSize,
+      maxBytes: REPLAY_PAGES_MAX_BYTES,
+      ttlMs: REPLAY_PAGES_TTL_MS,
+      onRead: () => reads.inc(),
+    });
+  }
 
   get size(): number {
     return this.streams.size;
@@ -62,6 +77,7 @@ export class OrgStreams {
       stream = new OrgStream(orgId, this.ctx.db, {
         pageSize: this.options.pageSize,
         replayHighWaterBytes: this.options.replayHighWaterBytes,
+        replayPages: this.replayPages,
         onError: this.onError,
         onLiveEvent: (createdAtMs) => latency.observe(Math.max(0, Date.now() - createdAtMs) / 1000),
       });

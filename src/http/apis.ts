@@ -22,6 +22,7 @@ import { feedRoutes } from './routes/feed.js';
 import { meRoutes } from './routes/me.js';
 import { messageRoutes } from './routes/messages.js';
 import { openApiDocumentRoute } from './routes/openapi-document.js';
+import { streamRoutes } from './routes/stream.js';
 
 interface Api {
   prefix: string;
@@ -38,7 +39,7 @@ const APIS: Api[] = [
     name: 'public',
     keys: PUBLIC_API_KEYS,
     document: publicDocument,
-    routes: [emergencyRoutes, directoryRoutes, feedRoutes, messageRoutes, meRoutes, capRoutes],
+    routes: [emergencyRoutes, directoryRoutes, feedRoutes, streamRoutes, messageRoutes, meRoutes, capRoutes],
   },
   {
     prefix: ADMIN_PREFIX,
@@ -61,16 +62,33 @@ const APIS: Api[] = [
   },
 ];
 
-/** Registers each API: its OpenAPI document (no authentication), then its routes behind its keys and Idempotency-Key. */
-export async function registerApis(app: FastifyInstance, ctx: AppContext, gate: KeyGate): Promise<void> {
+/** Which routes a process serves (src/roles.ts): the REST APIs whole, and the event streams. */
+export interface ServedRoutes {
+  apis: boolean;
+  eventStreams: boolean;
+}
+
+/**
+ * Registers each API: its OpenAPI document (no authentication), then its routes behind its keys and Idempotency-Key.
+ * A process without the REST APIs but with the event streams (a gateway) serves the stream route alone, behind the
+ * same keys; every other path answers 404 there.
+ */
+export async function registerApis(
+  app: FastifyInstance,
+  ctx: AppContext,
+  gate: KeyGate,
+  served: ServedRoutes = { apis: true, eventStreams: true },
+): Promise<void> {
   for (const api of APIS) {
+    const routes = api.routes.filter((routes) => (routes === streamRoutes ? served.eventStreams : served.apis));
+    if (routes.length === 0) continue;
     await app.register(
       async (scope) => {
-        await scope.register(openApiDocumentRoute(app, api.name, api.document));
+        if (served.apis) await scope.register(openApiDocumentRoute(app, api.name, api.document));
         await scope.register(async (authed) => {
           authed.addHook('onRequest', requireKey(gate, api.keys));
           idempotentRoutes(authed, ctx.db);
-          for (const routes of api.routes) await authed.register(routes(ctx));
+          for (const route of routes) await authed.register(route(ctx));
         });
       },
       { prefix: api.prefix },

@@ -90,6 +90,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly deviceReplayReads = new client.Counter({
+    name: 'device_replay_reads_total',
+    help: 'Database reads of event pages for devices catching up with after (one read serves every device resuming in the same range).',
+    registers: [this.registry],
+  });
+
   /** Read from the database for the scrapes (see readReceiptsWith). */
   private receiptReaders: ReceiptReaders | null = null;
   /** The latest read, shared by every scrape for RECEIPT_GAUGES_TTL_MS (a read still running included). */

@@ -20,6 +20,7 @@ import {
 } from '../../clients/typescript/src/index.js';
 import { waitFor } from '../delivery/helpers.js';
 import { startDeviceServer } from '../devices/support.js';
+import { freshDatabaseUrl } from '../helpers/db.js';
 import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** Gateway timings shortened for tests: acks written every 50 ms, revocations noticed within 100 ms, frequent pings. */
@@ -108,7 +109,7 @@ describe('TypeScript client: device stream', () => {
     const stream = connectDevice({ baseUrl: server.url, token: device.token, reconnect: FAST_RECONNECT, ...r.options });
     try {
       await waitFor('connected', () => stream.connected);
-      assert.deepEqual(r.statuses[0], { type: 'connected', after: undefined });
+      assert.deepEqual(r.statuses[0], { type: 'connected', after: undefined, url: `${server.url.replace(/^http/, 'ws')}/devices/v1/stream` });
       const emergencyId = await declare(api, org.orgId, 'smoke in the lobby');
       await waitFor('the event handled', () => r.events.length === 1);
       const [{ offset, event }] = r.events as [Recorder['events'][number]];
@@ -245,7 +246,76 @@ describe('TypeScript client: device stream across a server restart', () => {
   });
 });
 
+describe('TypeScript client: device stream over several gateways', () => {
+  it('moves to the next gateway when its gateway goes away, and catches up there with after', async () => {
+    const database = freshDatabaseUrl();
+    const a = await startDeviceServer({ databaseUrl: database.url, devices: DEVICES });
+    const b = await startDeviceServer({ databaseUrl: database.url, devices: DEVICES });
+    const streamUrl = (server: { url: string }) => `${server.url.replace(/^http/, 'ws')}/devices/v1/stream`;
+    const r = recorder();
+    let stream: DeviceStream | undefined;
+    try {
+      const org = await createOrgTree(b.ctx);
+      const apiKey = (await mintKey(b.ctx, { subjectType: 'org', subjectId: org.orgId })).key;
+      const api = createClient({ baseUrl: b.url, apiKey });
+      const device = await createDevice(b.ctx, operatorCaller(), org.orgId, { name: 'roaming' });
+      stream = connectDevice({ baseUrl: [a.url, b.url], token: device.token, reconnect: FAST_RECONNECT, ...r.options });
+      await waitFor('connected', () => stream!.connected);
+      assert.deepEqual(r.statuses[0], { type: 'connected', after: undefined, url: streamUrl(a) });
+      await declare(api, org.orgId, 'before the gateway goes away');
+      await waitFor('the first event', () => r.events.length === 1);
+
+      // The first gateway goes away for good; the org declares meanwhile.
+      await a.stop();
+      await declare(api, org.orgId, 'while the device moves');
+      await waitFor('the event declared meanwhile', () => r.events.length === 2, 10_000);
+      assert.ok(r.statuses.some((s) => s.type === 'connected' && s.after === 1 && s.url === streamUrl(b)));
+      await declare(api, org.orgId, 'live on the second gateway');
+      await waitFor('the live event', () => r.events.length === 3);
+      assert.deepEqual(
+        r.events.map((e) => e.offset),
+        [1, 2, 3],
+      );
+      assert.equal(new Set(r.events.map((e) => e.event.eventId)).size, 3, 'no event handed over twice');
+    } finally {
+      await stream?.close();
+      await b.stop();
+      await database.drop();
+    }
+  });
+});
+
 describe('TypeScript client: device stream protocol details (scripted server)', () => {
+  it('waits a random share of a doubling ceiling between reconnects (full jitter)', async () => {
+    // A port nobody listens on: every attempt fails at once and is retried.
+    const probe = createServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', () => resolve()));
+    const { port } = probe.address() as AddressInfo;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const r = recorder();
+    const stream = connectDevice({
+      baseUrl: `http://127.0.0.1:${port}`,
+      token: 'enk_dev_test',
+      reconnect: { initialDelayMs: 40, maxDelayMs: 160 },
+      ...r.options,
+    });
+    const waits = () => r.statuses.flatMap((s) => (s.type === 'disconnected' ? [s.retryInMs] : []));
+    try {
+      await waitFor('eight failed attempts', () => waits().length >= 8, 10_000);
+    } finally {
+      await stream.close();
+    }
+    const ceilings = [40, 80, 160, 160, 160, 160, 160, 160];
+    for (const [i, wait] of waits().slice(0, 8).entries()) {
+      assert.ok(wait >= 0 && wait <= ceilings[i]!, `wait ${i} (${wait} ms) within 0..${ceilings[i]} ms`);
+    }
+    // Drawn from the whole interval, not bunched just under the ceiling.
+    assert.ok(
+      waits().some((wait, i) => i < 8 && wait < 0.8 * ceilings[i]!),
+      `waits ${waits().join(', ')}`,
+    );
+  });
+
   it('answers {"type":"ping"} with a pong, skips offsets it already handled, and acks `after` and each handled offset', async () => {
     const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
     await once(wss, 'listening');

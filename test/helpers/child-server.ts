@@ -13,10 +13,10 @@ export interface ChildServer {
   kill(): Promise<void>;
 }
 
-/** `emergency-api serve` as a child process on a random port, its JSON log lines collected. */
-export async function spawnServer(env: Record<string, string>): Promise<ChildServer> {
+/** `emergency-api serve` (with `args`, e.g. ['--role', 'gateway']) as a child process on a random port, its JSON log lines collected. */
+export async function spawnServer(env: Record<string, string>, args: string[] = []): Promise<ChildServer> {
   const lines: any[] = [];
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
     env: { ...process.env, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_PER_KEY: '1000', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

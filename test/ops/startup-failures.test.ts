@@ -22,10 +22,10 @@ interface Run {
   stderr: string;
 }
 
-/** `serve --demo` as `npm start` runs it, until it exits (or, if it starts after all, until it is killed). */
-function serveDemo(env: Record<string, string>, as?: { uid: number; gid: number }): Promise<Run> {
+/** `serve --demo` as `npm start` runs it (or `serve` with `args`), until it exits (or, if it starts after all, until it is killed). */
+function serveDemo(env: Record<string, string>, as?: { uid: number; gid: number }, args = ['--demo']): Promise<Run> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--demo'], {
+    const child = spawn(process.execPath, [BIN, 'serve', ...args], {
       env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       ...(as ? { uid: as.uid, gid: as.gid, cwd: tmpdir() } : {}),
@@ -116,6 +116,31 @@ describe('serve start-up failures', { timeout: 300_000 }, () => {
     const codes = Object.values(STARTUP_EXIT_CODES);
     assert.equal(new Set(codes).size, codes.length);
     for (const reserved of [0, 1, 2, 78]) assert.ok(!codes.includes(reserved as never), `${reserved} is not reused`);
+  });
+
+  it('a role of a fleet on SQLite: refused before the database is opened, naming DATABASE_URL', async () => {
+    const file = join(scratch, 'fleet', 'emergency.db');
+    for (const [args, env] of [
+      [['--role', 'gateway'], {}],
+      [[], { ROLE: 'worker' }],
+    ] as const) {
+      const run = await serveDemo({ DATABASE_URL: `sqlite:${file}`, ...env }, undefined, [...args]);
+      assertExplained(
+        run,
+        STARTUP_EXIT_CODES.roleNeedsPostgres,
+        /^error: role (gateway|worker) \(--role or ROLE\) runs as one process of a fleet .*DATABASE_URL=sqlite:/,
+      );
+      assert.match(run.stderr, /DATABASE_URL=postgres:\/\//);
+    }
+    assert.deepEqual(
+      readdirSync(scratch).filter((name) => name === 'fleet'),
+      [],
+      'no database created',
+    );
+    // --demo provisions through the REST API, which a gateway or worker does not serve.
+    const demo = await serveDemo({ DATABASE_URL: database.url }, undefined, ['--demo', '--role', 'gateway']);
+    assert.equal(demo.code, 2, demo.stderr);
+    assert.match(demo.stderr, /--demo .*--role all or api/);
   });
 
   it('an invalid value: 78, naming the variable', async () => {

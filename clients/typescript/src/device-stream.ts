@@ -31,7 +31,7 @@ export type DeviceStreamEnd =
   | { reason: 'rejected'; status: number };
 
 export type DeviceStreamStatus =
-  | { type: 'connected'; after: number | undefined }
+  | { type: 'connected'; after: number | undefined; url: string }
   | { type: 'disconnected'; code: number; reason: string; retryInMs: number }
   | { type: 'refused'; status: number; retryInMs: number }
   | { type: 'stopped'; end: DeviceStreamEnd };
@@ -39,9 +39,10 @@ export type DeviceStreamStatus =
 export interface DeviceStreamOptions {
   /**
    * The service's origin (`https://…` or `http://…`, turned into `wss://…`/`ws://…`), or the full
-   * stream URL (`wss://host/devices/v1/stream`).
+   * stream URL (`wss://host/devices/v1/stream`). Several (the gateways of one service) are tried in
+   * turn: each reconnect goes to the next, so a device whose gateway went away reaches another.
    */
-  baseUrl: string;
+  baseUrl: string | readonly string[];
   /** The device token, `enk_dev_…`. */
   token: string;
   /**
@@ -59,7 +60,11 @@ export interface DeviceStreamOptions {
   onStatus?(status: DeviceStreamStatus): void;
   /** A failed onEvent; defaults to console.error. */
   onError?(error: unknown, context: DeviceEventContext): void;
-  /** Reconnect back-off: `initialDelayMs` (500) doubling to `maxDelayMs` (30,000), ±20 % jitter. */
+  /**
+   * Reconnect back-off with full jitter: each wait is drawn uniformly between 0 and a ceiling that
+   * starts at `initialDelayMs` (500) and doubles up to `maxDelayMs` (30,000). The draw spreads the
+   * devices of a gateway that went away over the whole interval instead of bringing them all back at once.
+   */
   reconnect?: { initialDelayMs?: number; maxDelayMs?: number };
   /** With no frame (nor WebSocket ping) for this long the connection is treated as dead (default 75 s). */
   silenceTimeoutMs?: number;
@@ -98,14 +103,16 @@ export function deviceStreamUrl(baseUrl: string): URL {
 /**
  * A base station's event stream: connects with the device token, hands every event to `onEvent` in
  * order, acknowledges it once the handler has returned, answers the server's pings, and after any
- * disconnect reconnects (with back-off) with `after=<last offset handled>`, so no event is missed or
+ * disconnect reconnects (with jittered back-off, to the next of its URLs) with `after=<last offset handled>`, so no event is missed or
  * handed over twice. It stops on a revoked (4401) or refused (401) credential, or on close().
  */
 export class DeviceStream {
   /** Resolves when the stream stops for good; never rejects. */
   readonly done: Promise<DeviceStreamEnd>;
 
-  private readonly url: URL;
+  private readonly urls: URL[];
+  /** Index in `urls` of the next connection. */
+  private nextUrl = 0;
   private readonly initialDelayMs: number;
   private readonly maxDelayMs: number;
   private readonly silenceTimeoutMs: number;
@@ -128,7 +135,8 @@ export class DeviceStream {
     if (options.after !== undefined && !(Number.isSafeInteger(options.after) && options.after >= 0)) {
       throw new TypeError('after must be a non-negative integer');
     }
-    this.url = deviceStreamUrl(options.baseUrl);
+    this.urls = (typeof options.baseUrl === 'string' ? [options.baseUrl] : [...options.baseUrl]).map(deviceStreamUrl);
+    if (this.urls.length === 0) throw new TypeError('baseUrl must name at least one URL');
     this.processed = options.after;
     this.initialDelayMs = options.reconnect?.initialDelayMs ?? 500;
     this.maxDelayMs = options.reconnect?.maxDelayMs ?? 30_000;
@@ -180,7 +188,9 @@ export class DeviceStream {
 
   private connect(): void {
     if (this.end) return;
-    const url = new URL(this.url);
+    const target = this.urls[this.nextUrl]!;
+    const url = new URL(target);
+    this.nextUrl = (this.nextUrl + 1) % this.urls.length;
     const after = this.processed;
     if (after !== undefined) url.searchParams.set('after', String(after));
     const ws = new WebSocket(url, {
@@ -202,7 +212,7 @@ export class DeviceStream {
     ws.on('open', () => {
       conn.openedAt = Date.now();
       heard();
-      this.options.onStatus?.({ type: 'connected', after });
+      this.options.onStatus?.({ type: 'connected', after, url: target.href });
       // Handled before a disconnect but not acknowledged on that connection: acknowledge it here.
       this.acknowledge(conn);
     });
@@ -289,7 +299,8 @@ export class DeviceStream {
       return;
     }
     if (conn.openedAt !== undefined && Date.now() - conn.openedAt >= STABLE_CONNECTION_MS) this.delayMs = this.initialDelayMs;
-    const wait = Math.round(this.delayMs * (0.8 + Math.random() * 0.4));
+    // Full jitter: see DeviceStreamOptions.reconnect.
+    const wait = Math.round(Math.random() * this.delayMs);
     this.delayMs = Math.min(this.delayMs * 2, this.maxDelayMs);
     if (conn.refused !== undefined) this.options.onStatus?.({ type: 'refused', status: conn.refused, retryInMs: wait });
     else this.options.onStatus?.({ type: 'disconnected', code, reason, retryInMs: wait });

@@ -1,7 +1,7 @@
 // `npm ci` runs this (the prepare script). A full install builds dist/; a production install
 // (`npm ci --omit=dev`) has no compiler, so it keeps the dist/ already built instead of deleting it.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -14,14 +14,6 @@ function installed(name) {
     return false;
   }
 }
-
-// `npx emergency-api` finds the command in node_modules/.bin (npm links the bins of dependencies only):
-// without this link npx would first make a copy of the checkout in its own cache, which an interrupted
-// first run leaves broken.
-const bin = new URL('../node_modules/.bin/emergency-api', import.meta.url);
-mkdirSync(new URL('../node_modules/.bin/', import.meta.url), { recursive: true });
-rmSync(bin, { force: true });
-symlinkSync('../../bin/emergency-api.js', bin);
 
 if (['typescript', 'vite'].every(installed)) {
   process.exitCode = spawnSync('npm', ['run', 'build'], { stdio: 'inherit' }).status ?? 1;

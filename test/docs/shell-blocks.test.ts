@@ -163,6 +163,10 @@ describe('shell blocks of README.md and docs/*.md, run as pasted', () => {
   const ran = new Map<Block, Outcome>();
 
   before(async () => {
+    // The first `npx emergency-api` in a checkout sets up npx's own cache entry for it; a block that runs npx in
+    // the background and stops it could interrupt that set-up and leave the entry broken for every later block.
+    const warm = await runBash('npx emergency-api --version', { ...process.env });
+    assert.equal(warm.code, 0, `npx emergency-api --version:\n${warm.output}`);
     server = await npmStart(database.url);
     env = {
       ...process.env,

@@ -1,8 +1,28 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Browser } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { launchBrowser } from '../helpers/browser.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * Waits for the text to be shown; the wait is generous, as the suite runs two files at once on two cores
+ * and the bundle renders a whole document. On a timeout the error says what the page showed instead.
+ */
+async function shows(page: Page, text: string): Promise<void> {
+  try {
+    await page.getByText(text, { exact: false }).first().waitFor({ timeout: 60_000 });
+  } catch (error) {
+    const shown = (
+      await page
+        .locator('body')
+        .innerText()
+        .catch(() => '')
+    )
+      .replace(/\s+/g, ' ')
+      .slice(0, 400);
+    throw new Error(`"${text}" not shown at ${page.url()}; the page showed: ${shown}`, { cause: error });
+  }
+}
 
 /** /docs in a real browser, with every request to another origin refused: the page needs no internet. */
 describe('interactive reference /docs', () => {
@@ -33,23 +53,31 @@ describe('interactive reference /docs', () => {
     });
     const response = await page.goto(`${server.url}/docs`);
     assert.equal(response?.status(), 200);
-    await page.getByText('Emergency Notification Public API').first().waitFor({ timeout: 20_000 });
+    await shows(page, 'Emergency Notification Public API');
     // Open the emergencies group: its operations, declare among them, are listed.
     await page.getByText('emergencies', { exact: true }).first().click();
-    await page.getByText('Declare an emergency', { exact: false }).first().waitFor({ timeout: 20_000 });
+    await shows(page, 'Declare an emergency');
     // The operation's own section: its method and path are shown.
-    await page.getByText('/orgs/{org_id}/emergencies', { exact: false }).first().waitFor({ timeout: 10_000 });
+    await shows(page, '/orgs/{org_id}/emergencies');
     assert.deepEqual(
       elsewhere.filter((url) => !url.startsWith('data:')),
       [],
     );
-    // The admin API is the second document of the same page.
-    await page.goto(`${server.url}/docs?api=admin`);
-    await page.getByText('Emergency Notification Admin API').first().waitFor({ timeout: 20_000 });
-    const alias = await page.goto(`${server.url}/redoc`);
+    await page.close();
+
+    // The admin API is the second document of the same page, chosen by its slug.
+    const admin = await browser.newPage();
+    admin.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) refused.push(message.text());
+    });
+    const adminDocument = admin.waitForResponse((res) => res.url().endsWith('/api/admin/v1/openapi.json'), { timeout: 60_000 });
+    await admin.goto(`${server.url}/docs?api=admin`);
+    assert.equal((await adminDocument).status(), 200);
+    await shows(admin, 'Emergency Notification Admin API');
+    const alias = await admin.goto(`${server.url}/redoc`);
     assert.equal(new URL(alias!.url()).pathname, '/docs');
     assert.deepEqual(refused, []);
-    await page.close();
+    await admin.close();
   });
 
   it('has a Content-Security-Policy and refuses to be framed', async () => {

@@ -52,7 +52,7 @@
  *   BENCH_JSON=path writes the results as JSON (read by bench/run-all.ts)
  * Targets: p99 < 5 ms; >= 20,000 idle devices per GiB.
  */
-import { execSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -76,6 +76,7 @@ import { compiledTool } from './lib/c-tools.js';
 import { processCpuMs, ROOT, startProcess, stopProcess } from './lib/harness.js';
 import { RawHttpConnection } from './lib/raw-http.js';
 import { type Arrivals, DeviceSwarm, monotonicMs } from './lib/device-swarm.js';
+import { raiseDescriptorLimit, roundOrder } from './lib/rounds.js';
 
 const LATENCY_SIZES = (process.env.BENCH_LATENCY_DEVICES ?? '100,1000')
   .split(',')
@@ -117,19 +118,7 @@ const SERVER_NODE_ARGS = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').f
 const BIN = fileURLToPath(new URL('../bin/emergency-api.js', import.meta.url));
 
 // 10,000 client sockets here (and as many in the server child) need a raised descriptor limit.
-const needed = (PARTS.includes('idle') ? IDLE_DEVICES : LATENCY_DEVICES) + 1_000;
-const softLimit = Number(execSync('ulimit -n', { shell: '/bin/bash' }).toString().trim()) || 0;
-if (softLimit < needed && !process.env.BENCH_REEXEC) {
-  const result = spawnSync(
-    '/bin/bash',
-    ['-c', `ulimit -n ${needed} 2>/dev/null || ulimit -n $(ulimit -Hn); exec "$@"`, 'bash', process.execPath, ...process.execArgv, ...process.argv.slice(1)],
-    {
-      stdio: 'inherit',
-      env: { ...process.env, BENCH_REEXEC: '1' },
-    },
-  );
-  process.exit(result.status ?? 1);
-}
+raiseDescriptorLimit((PARTS.includes('idle') ? IDLE_DEVICES : LATENCY_DEVICES) + 1_000);
 
 const quantile = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const fmt = (ms: number) => `${ms.toFixed(2)} ms`;
@@ -744,30 +733,6 @@ async function peerContender(name: PeerName, subscribers: number, bytes: number)
       await peer.stop();
     },
   };
-}
-
-/**
- * The order of the contenders in round `round`: a shuffle with the round as its seed, the same in every run. A
- * rotation (each round starting one further) would put the same contender before each one in almost every round,
- * and what ran just before matters: the second of two server children, always following the first, found Node's
- * and SQLite's code still in the caches and measured about 0.06 ms faster at p50 with the same build in both.
- */
-function roundOrder(count: number, round: number): number[] {
-  // mulberry32: a small, well-mixed generator; the order only has to vary evenly, not be unpredictable.
-  let state = (round * 0x9e3779b9) >>> 0;
-  const random = () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-  const order = Array.from({ length: count }, (_, i) => i);
-  for (let i = count - 1; i > 0; i--) {
-    const j = Math.floor(random() * (i + 1));
-    [order[i], order[j]] = [order[j]!, order[i]!];
-  }
-  return order;
 }
 
 /**

@@ -606,6 +606,75 @@ export const scenarios: Scenario[] = [
     },
   },
   {
+    id: 'fleet',
+    file: 'bench/fleet.ts',
+    output: 'bench-json',
+    databases: ['postgres'],
+    env: (o): Record<string, string> => (o.quick ? { BENCH_FLEET_DEVICES: '200,1000', BENCH_DECLARES: '20', BENCH_FLEET_BURST: '10' } : {}),
+    timeoutSeconds: () => 1_200,
+    // Per device count: the fleet with two gateway processes against one, and the fleet with one against
+    // today's single process (role all), in the same interleaved rounds; then the bursts' frame rates.
+    rows(raw) {
+      const rows: RowInput[] = [];
+      for (const size of raw.bySize) {
+        const { single, fleet1, fleet2 } = size.deployments;
+        const at = `${size.devices} devices of one org`;
+        const missing = [single, fleet1, fleet2].filter((d) => d.missing > 0 || d.burst.frames < d.burst.expectedFrames).map((d) => d.label);
+        const invalid = missing.length ? `frames missing: ${missing.join(', ')}` : undefined;
+        const p99Note = (a: any, b: any) =>
+          `p50 ${a.lastMs.p50} vs ${b.lastMs.p50} ms; gateway CPU/declare ${a.gatewayCpuMsPerDeclare} vs ${b.gatewayCpuMsPerDeclare} ms`;
+        rows.push(
+          {
+            metric: `fleet, declare → last device p99, 2 gateway processes vs 1 (${at})`,
+            value: fleet2.lastMs.p99,
+            unit: 'ms',
+            baseline: fleet1.lastMs.p99,
+            baselineLabel: 'fleet, 1 gateway process',
+            note: p99Note(fleet2, fleet1),
+            invalid,
+          },
+          {
+            metric: `fleet (1 gateway process), declare → last device p99 vs one process (${at})`,
+            value: fleet1.lastMs.p99,
+            unit: 'ms',
+            baseline: single.lastMs.p99,
+            baselineLabel: 'one process, role all',
+            note: p99Note(fleet1, single),
+            invalid,
+          },
+          {
+            metric: `fleet (2 gateway processes), declare → last device p99 vs one process (${at})`,
+            value: fleet2.lastMs.p99,
+            unit: 'ms',
+            baseline: single.lastMs.p99,
+            baselineLabel: 'one process, role all',
+            note: p99Note(fleet2, single),
+            invalid,
+          },
+          {
+            metric: `fleet, frames/s in a burst of ${size.burst} declares, 2 gateway processes vs 1 (${at})`,
+            value: fleet2.burst.framesPerSecond,
+            unit: 'frames/s',
+            baseline: fleet1.burst.framesPerSecond,
+            baselineLabel: 'fleet, 1 gateway process',
+            note: `one process: ${single.burst.framesPerSecond} frames/s; frames per gateway CPU-second ${fleet2.burst.framesPerCpuSecond} vs ${fleet1.burst.framesPerCpuSecond}; load generator ${Math.round(fleet2.burst.generatorShare.share * 100)} % and ${Math.round(fleet1.burst.generatorShare.share * 100)} % of the busy CPU`,
+            invalid,
+          },
+        );
+      }
+      const largest = raw.bySize.at(-1);
+      if (largest) {
+        rows.push({
+          metric: `gateway RSS per idle device socket (${largest.devices} devices, 1 gateway process)`,
+          value: largest.deployments.fleet1.rssPerSocketKiB,
+          unit: 'KiB',
+          note: `one process (role all): ${largest.deployments.single.rssPerSocketKiB} KiB; gateway RSS with them ${largest.deployments.fleet1.gatewayRssMiB.join(' + ')} MiB`,
+        });
+      }
+      return rows;
+    },
+  },
+  {
     id: 'console-stream',
     file: 'bench/console-stream.ts',
     output: 'bench-json',

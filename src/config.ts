@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { PROCESS_ROLES } from './roles.js';
+import { MAX_PROCESSES, PROCESS_ROLES } from './roles.js';
 
 const booleanFlag = z
   .enum(['true', 'false', '1', '0', ''])
@@ -45,6 +45,8 @@ const configSchema = z
     DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
     /** Getting a PostgreSQL connection (from the pool, connecting included) may take this long before a 503. */
     DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(2000),
+    /** PostgreSQL connections one process's pool opens at most (plus its LISTEN connection); a fleet multiplies them by its processes. */
+    DB_POOL_SIZE: z.coerce.number().int('a whole number of connections').min(1).max(1000).default(10),
     ATTACHMENT_STORE: z
       .string()
       .regex(/^(file:.+|s3:\/\/.+)$/, 'file:PATH or s3://bucket/prefix')
@@ -89,6 +91,8 @@ const configSchema = z
     WEBHOOK_DNS_MAX_IN_FLIGHT: z.coerce.number().int('a whole number of lookups').min(1).max(10_000).default(32),
     /** What `serve` runs (src/roles.ts): all, or one role of a fleet (api, gateway, worker; PostgreSQL only). `--role` overrides it. */
     ROLE: z.enum(PROCESS_ROLES).default('all'),
+    /** Processes of that role `serve` runs on one port (one a core, say), under a supervisor; more than 1 needs PostgreSQL. `--processes` overrides it. */
+    PROCESSES: z.coerce.number().int('a whole number of processes').min(1).max(MAX_PROCESSES).default(1),
     /** `serve` delivers webhooks itself; false when only separate `emergency-api worker` processes should. */
     WEBHOOK_DELIVERY_IN_SERVE: z
       .enum(['true', 'false', '1', '0'])

@@ -13,7 +13,7 @@ import { OutageLog } from './observability/outage-log.js';
  */
 export function createContext(config: Config, options: { createDatabase?: boolean } = {}): AppContext {
   const timeouts = { statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS, connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS };
-  const db = openDatabase(config.DATABASE_URL, timeouts, { create: options.createDatabase ?? true });
+  const db = openDatabase(config.DATABASE_URL, timeouts, { create: options.createDatabase ?? true, poolSize: config.DB_POOL_SIZE });
   const bus = new EventBus();
   // Every commit that advanced an org's stream wakes that stream's readers in this process.
   db.onCommitted((event) => bus.committed(event));

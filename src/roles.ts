@@ -7,6 +7,9 @@ export const PROCESS_ROLES = ['all', 'api', 'gateway', 'worker'] as const;
 
 export type ProcessRole = (typeof PROCESS_ROLES)[number];
 
+/** The most processes of one role `serve --processes` (PROCESSES) runs on one machine, sharing one port. */
+export const MAX_PROCESSES = 64;
+
 /** The parts of the service a process starts. */
 export interface RoleParts {
   /** REST public and admin APIs, the MCP tool server, the API docs and the console's files. */

@@ -79,6 +79,11 @@ export class DeviceSwarm {
 
   private constructor(private readonly readers: Reader[]) {}
 
+  /** The reader processes' ids: their CPU time is the load generator's share of the machine. */
+  get pids(): number[] {
+    return this.readers.map((reader) => reader.process.pid!);
+  }
+
   static start(processes: number, options: { ack?: boolean; pong?: boolean } = {}): DeviceSwarm {
     const binary = compiledTool('device-reader.c');
     const args = [...(options.ack ? ['--ack'] : []), ...(options.pong ? ['--pong'] : [])];

@@ -64,7 +64,12 @@ export function cli(args: string[], env: Record<string, string>): any {
  * shared, noisy machine the cost per request is far steadier than requests per second.
  */
 export function processCpuMs(child: ChildProcess): number {
-  const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return pidCpuMs(child.pid!);
+}
+
+/** CPU time (user + system) a process has used so far, in ms (Linux /proc). */
+export function pidCpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in USER_HZ (100)
 }
 

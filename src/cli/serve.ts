@@ -4,7 +4,8 @@ import { migrateToLatest } from '../db/migrate.js';
 import { migrations } from '../db/migrations/index.js';
 import { type CliCommand, databaseCommand, UsageError } from './command.js';
 import { provisionDemo, provisionDemoKeys, withDemoDefaults } from './demo.js';
-import { isProcessRole, PROCESS_ROLES } from '../roles.js';
+import { isProcessRole, MAX_PROCESSES, PROCESS_ROLES } from '../roles.js';
+import { isSupervisedProcess, processCount, reportListening, superviseProcesses } from './serve-processes.js';
 import { checkRoleDatabase, prepareAttachmentDirectory, startupStep } from './startup-failure.js';
 
 const SHUTDOWN_TIMEOUT_MS = 10_000;
@@ -47,6 +48,11 @@ export const serveCommands: Record<string, CliCommand> = {
         value: 'ROLE',
         description: `what this process runs: ${PROCESS_ROLES.join(', ')} (default ROLE, else all); roles other than all need PostgreSQL`,
       },
+      processes: {
+        type: 'string',
+        value: 'N',
+        description: `run N processes of the role sharing PORT, under a supervisor that restarts them (default PROCESSES, else 1; at most ${MAX_PROCESSES}); more than 1 needs PostgreSQL`,
+      },
       demo: {
         type: 'boolean',
         description:
@@ -58,6 +64,7 @@ export const serveCommands: Record<string, CliCommand> = {
       'Reads its configuration from the environment (PORT, HOST, DATABASE_URL, ...); applies pending migrations; stops on SIGTERM or SIGINT.',
       'A start-up failure prints what to change and exits with a code of its kind ("Start-up" in docs/operations.md).',
       'Roles ("Roles and fleets" in docs/operations.md): api serves REST, MCP, docs and the console; gateway the device sockets and event streams; worker webhook delivery, deadlines and retention; all of them in one process by default.',
+      'With --processes N, process i listens on METRICS_PORT + i; SIGTERM or SIGINT to the supervisor stops them all.',
     ],
     standalone: true,
     run: async ({ values }) => {
@@ -65,12 +72,20 @@ export const serveCommands: Record<string, CliCommand> = {
       const config = loadConfig(demo ? withDemoDefaults(process.env) : process.env);
       const role = typeof values.role === 'string' ? values.role : config.ROLE;
       if (!isProcessRole(role)) throw new UsageError(`--role must be one of ${PROCESS_ROLES.join(', ')}`);
+      const processes = processCount(values.processes, config);
       if (demo && role !== 'all' && role !== 'api') throw new UsageError('--demo provisions through the API: use it with --role all or api');
-      checkRoleDatabase(role, config);
+      if (demo && processes > 1) throw new UsageError('--demo prints its keys from one process: use it without --processes (or PROCESSES) above 1');
+      checkRoleDatabase(role, config, processes);
       const ctx = await startupStep('database', config, () => createContext(config));
       const applied = await startupStep('database', config, () => migrateToLatest(ctx.db));
       for (const name of applied) process.stderr.write(`migration ${name} applied\n`);
       await startupStep('attachments', config, () => prepareAttachmentDirectory(config));
+      if (processes > 1 && !isSupervisedProcess()) {
+        // Migrated once here, so that the processes do not race to; each opens the database itself.
+        await ctx.db.close();
+        superviseProcesses({ role, processes, config, shutdownTimeoutMs: SHUTDOWN_TIMEOUT_MS, applied });
+        return undefined;
+      }
       // The web stack is loaded by this command only, not by every command of the CLI.
       const { startServer } = await import('../server.js');
       const server = await startupStep('listen', config, () => startServer(config, ctx, { role }));
@@ -85,8 +100,21 @@ export const serveCommands: Record<string, CliCommand> = {
         await ctx.db.close();
         process.exit(0);
       };
-      process.once('SIGTERM', () => void shutdown('SIGTERM'));
-      process.once('SIGINT', () => void shutdown('SIGINT'));
+      if (isSupervisedProcess()) {
+        // Ctrl-C reaches a supervised process twice, from the terminal and through the supervisor: one shutdown.
+        let stopping = false;
+        const onSignal = (signal: string) => {
+          if (stopping) return;
+          stopping = true;
+          void shutdown(signal);
+        };
+        process.on('SIGTERM', onSignal);
+        process.on('SIGINT', onSignal);
+        reportListening(Number(new URL(server.url).port));
+      } else {
+        process.once('SIGTERM', () => void shutdown('SIGTERM'));
+        process.once('SIGINT', () => void shutdown('SIGINT'));
+      }
       // Keys are minted only once the server listens: a start that fails leaves no new key behind.
       if (demo) process.stdout.write(demoBanner(server.url, ctx.db.describe, config, await provisionDemoKeys(ctx)));
       return undefined;

@@ -29,11 +29,19 @@ export class StartupFailure extends Error {
 }
 
 /**
- * A role of a fleet (src/roles.ts) runs beside other processes on one database, which SQLite does not support:
- * such a start is refused before anything is opened.
+ * A role of a fleet (src/roles.ts), or several processes of any role (`--processes`), run beside other processes
+ * on one database, which SQLite does not support: such a start is refused before anything is opened.
  */
-export function checkRoleDatabase(role: string, config: Config): void {
-  if (role === 'all' || !config.DATABASE_URL.startsWith('sqlite:')) return;
+export function checkRoleDatabase(role: string, config: Config, processes = 1): void {
+  if (!config.DATABASE_URL.startsWith('sqlite:')) return;
+  if (processes > 1) {
+    throw new StartupFailure(
+      `--processes ${processes} (or PROCESSES) runs ${processes} processes sharing one database, but DATABASE_URL=${config.DATABASE_URL} is SQLite.\n` +
+        'Set DATABASE_URL=postgres://... to run several processes, or run one process (--processes 1, the default).',
+      STARTUP_EXIT_CODES.roleNeedsPostgres,
+    );
+  }
+  if (role === 'all') return;
   throw new StartupFailure(
     `role ${role} (--role or ROLE) runs as one process of a fleet sharing one PostgreSQL database, but DATABASE_URL=${config.DATABASE_URL} is SQLite.\n` +
       'Set DATABASE_URL=postgres://... for every process of the fleet, or run one process with --role all (the default).',

@@ -7,9 +7,14 @@ import type { UnitOfWork } from './unit-of-work.js';
 export type { DatabaseTimeouts, DbHandle, Dialect, FailureReport, SqliteStatements } from './handle.js';
 export { DatabaseMissingError } from './handle.js';
 
-/** `create: false` refuses a SQLite file that does not exist (DatabaseMissingError) instead of creating it. */
-export function openDatabase(url: string, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS, options: { create?: boolean } = {}): DbHandle {
-  return url.startsWith('sqlite:') ? openSqlite(url.slice('sqlite:'.length), timeouts, options.create ?? true) : openPostgres(url, timeouts);
+/**
+ * `create: false` refuses a SQLite file that does not exist (DatabaseMissingError) instead of creating it.
+ * `poolSize` caps the PostgreSQL pool's connections; SQLite has one connection and ignores it.
+ */
+export function openDatabase(url: string, timeouts: DatabaseTimeouts = DEFAULT_TIMEOUTS, options: { create?: boolean; poolSize?: number } = {}): DbHandle {
+  return url.startsWith('sqlite:')
+    ? openSqlite(url.slice('sqlite:'.length), timeouts, options.create ?? true)
+    : openPostgres(url, timeouts, { poolSize: options.poolSize });
 }
 
 export type Tx = UnitOfWork;

@@ -57,7 +57,9 @@ export async function startMetricsListener(ctx: AppContext): Promise<MetricsList
   const app = Fastify({ logger: false, requestTimeout: 30_000 });
   installErrorHandling(app, ctx);
   await app.register(metricsRoute(ctx, new RateLimiter(failures, failures * 5)));
-  await app.listen({ port, host });
+  // Exclusive: each process of `serve --processes N` holds a metrics port of its own rather than one shared through
+  // the supervisor, so that each can be scraped on its own (with METRICS_PORT=0, each on a free port).
+  await app.listen({ port, host, exclusive: true });
   const address = app.server.address();
   const bound = typeof address === 'object' && address ? address.port : port;
   return { url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}`, stop: () => app.close() };

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import WebSocket from 'ws';
 import { loadConfig } from '../../src/config.js';
 import type { AppContext } from '../../src/context.js';
 import { createContext } from '../../src/create-context.js';
@@ -9,6 +8,7 @@ import { createDevice } from '../../src/domain/devices/service.js';
 import { createSubscription } from '../../src/domain/webhooks/service.js';
 import { type Receiver, startReceiver, verify } from '../delivery/helpers.js';
 import { refusedUpgrade } from '../devices/support.js';
+import { BaseStation } from './base-station.js';
 import { type ChildServer, spawnServer } from '../helpers/child-server.js';
 import { freshDatabaseUrl, onPostgres } from '../helpers/db.js';
 import { client } from '../helpers/http.js';
@@ -21,97 +21,6 @@ const KILL_AFTER = 10;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const wsUrlOf = (server: ChildServer) => `${server.url.replace(/^http/, 'ws')}/devices/v1/stream`;
-
-/**
- * A base station as the protocol asks it to behave: it acknowledges each event it handles and, when its
- * connection drops, reconnects to the next gateway of its list with jittered backoff and `after` = the last
- * offset it handled. A frame at or below that offset is a duplicate: the service sent again what was acknowledged.
- */
-class FleetDevice {
-  /** Offsets handled, in arrival order, with the gateway that delivered each. */
-  readonly handled: { offset: number; gateway: string }[] = [];
-  readonly duplicates: number[] = [];
-  /** The gateway of each connection that opened. */
-  readonly connections: string[] = [];
-  lastHandled = 0;
-  private ws: WebSocket | undefined;
-  private stopped = false;
-
-  constructor(
-    readonly token: string,
-    private readonly gateways: string[],
-    private index: number,
-  ) {}
-
-  get gateway(): string {
-    return this.gateways[this.index % this.gateways.length]!;
-  }
-
-  /** The first connection, to the device's own gateway. */
-  start(): Promise<void> {
-    return this.connect();
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    const ws = this.ws;
-    if (!ws || ws.readyState === WebSocket.CLOSED) return;
-    const closed = new Promise((resolve) => ws.once('close', resolve));
-    ws.close();
-    await closed;
-  }
-
-  private connect(): Promise<void> {
-    const gateway = this.gateway;
-    const url = new URL(gateway);
-    url.searchParams.set('after', String(this.lastHandled));
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${this.token}` } });
-    // Attached before the connection opens: the replay may arrive in the same packet as the upgrade's answer.
-    ws.on('message', (data) => {
-      const frame = JSON.parse(data.toString());
-      if (frame.type === 'ping') return ws.send(JSON.stringify({ type: 'pong' }));
-      if (frame.type !== 'event') return;
-      if (frame.offset <= this.lastHandled) {
-        this.duplicates.push(frame.offset);
-        return;
-      }
-      this.handled.push({ offset: frame.offset, gateway });
-      this.lastHandled = frame.offset;
-      ws.send(JSON.stringify({ type: 'ack', offset: frame.offset }));
-    });
-    return new Promise((resolve, reject) => {
-      let opened = false;
-      ws.once('open', () => {
-        opened = true;
-        this.ws = ws;
-        this.connections.push(gateway);
-        resolve();
-      });
-      ws.once('unexpected-response', (_req, res) => {
-        res.resume();
-        reject(new Error(`upgrade refused with ${res.statusCode}`));
-        ws.terminate();
-      });
-      ws.on('error', (err) => reject(err));
-      ws.on('close', () => {
-        if (opened && !this.stopped) void this.reconnect();
-      });
-    });
-  }
-
-  private async reconnect(): Promise<void> {
-    for (let attempt = 0; !this.stopped; attempt++) {
-      this.index++;
-      await sleep(Math.random() * 100 * 2 ** Math.min(attempt, 4));
-      if (this.stopped) return;
-      try {
-        return await this.connect();
-      } catch {
-        // The next gateway of the list is tried after a longer pause.
-      }
-    }
-  }
-}
 
 describe('a fleet: 1 api, 2 gateway and 1 worker processes on one PostgreSQL database', {
   skip: onPostgres ? false : 'a fleet shares one PostgreSQL database: set DATABASE_URL=postgres://... (roles other than all refuse SQLite)',
@@ -126,7 +35,7 @@ describe('a fleet: 1 api, 2 gateway and 1 worker processes on one PostgreSQL dat
   let secret = '';
   let orgId = '';
   let key = '';
-  const devices: FleetDevice[] = [];
+  const devices: BaseStation[] = [];
 
   before(async () => {
     // The api process applies the migrations; the others start on the migrated schema.
@@ -145,7 +54,7 @@ describe('a fleet: 1 api, 2 gateway and 1 worker processes on one PostgreSQL dat
     const urls = gateways.map(wsUrlOf);
     for (let i = 0; i < DEVICES; i++) {
       const { token } = await createDevice(ctx, operatorCaller(), orgId, { name: `Base station ${i}` });
-      devices.push(new FleetDevice(token, urls, i % urls.length));
+      devices.push(new BaseStation(token, urls, i % urls.length));
     }
     await Promise.all(devices.map((device) => device.start()));
   });

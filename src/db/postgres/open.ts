@@ -56,8 +56,8 @@ function replay(from: WriteSet, into: Writes): void {
   for (const event of from.eventRows) into.events.append(event);
 }
 
-/** PostgreSQL: a pool of connections; several instances may share the database. */
-export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle {
+/** PostgreSQL: a pool of at most `poolSize` connections; several instances may share the database. */
+export function openPostgres(url: string, timeouts: DatabaseTimeouts, options: { poolSize?: number } = {}): DbHandle {
   const parsed = new URL(url);
   // `?schema=NAME` selects a PostgreSQL schema (created on first use); tests use it to isolate runs.
   const schema = parsed.searchParams.get('schema');
@@ -83,6 +83,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     clientConfig,
     (err) => report(err, 'an idle PostgreSQL connection ended; the pool opens a new one'),
     bounded ? timeouts.statementTimeoutMs + 1000 : 0,
+    options.poolSize,
   );
   const db = new Kysely<Database>({ dialect: new OwnSchemaPostgresDialect({ pool }) });
   const describe = `postgres://${parsed.host}${parsed.pathname}${schema ? `?schema=${schema}` : ''}`;
@@ -129,7 +130,7 @@ export function openPostgres(url: string, timeouts: DatabaseTimeouts): DbHandle 
     pgSchema: schema ?? undefined,
     pgNotifier: notifier,
     unitOfWork,
-    unbounded: () => openPostgres(url, { ...timeouts, statementTimeoutMs: 0 }),
+    unbounded: () => openPostgres(url, { ...timeouts, statementTimeoutMs: 0 }, options),
     async commit(record, result, idempotency) {
       const writes = new WriteSet();
       record(writes);

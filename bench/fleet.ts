@@ -179,7 +179,8 @@ interface Contender {
   orgId: string;
   key: string;
   swarm: DeviceSwarm;
-  declarers: RawHttpConnection[];
+  /** The connection the rounds declare on (opened by `arm`). */
+  declarer: RawHttpConnection | null;
   declareRequest: Buffer;
   /** The org's event offset before the next declare. */
   offset: number;
@@ -212,7 +213,7 @@ async function prepare(deployment: Deployment, devices: number): Promise<Contend
     orgId,
     key,
     swarm,
-    declarers: [],
+    declarer: null,
     declareRequest: Buffer.alloc(0),
     offset: 0,
     connectSeconds,
@@ -226,8 +227,8 @@ async function prepare(deployment: Deployment, devices: number): Promise<Contend
  * server keeps an idle connection open), and warms up JIT, pools and the path through every gateway.
  */
 async function arm(contender: Contender): Promise<void> {
-  contender.declarers = [await RawHttpConnection.open(contender.deployment.api.url)];
-  contender.declareRequest = contender.declarers[0]!.request(
+  contender.declarer = await RawHttpConnection.open(contender.deployment.api.url);
+  contender.declareRequest = contender.declarer.request(
     'POST',
     `/api/public/v1/orgs/${contender.orgId}/emergencies`,
     { authorization: `Bearer ${contender.key}` },
@@ -238,7 +239,7 @@ async function arm(contender: Contender): Promise<void> {
   await contender.swarm.collect();
 }
 
-async function declare(contender: Contender, connection = contender.declarers[0]!): Promise<void> {
+async function declare(contender: Contender, connection = contender.declarer!): Promise<void> {
   const answer = await connection.send(contender.declareRequest);
   if (answer.status !== 201) throw new Error(`declare failed on ${contender.deployment.label}: ${answer.status}`);
 }
@@ -419,7 +420,7 @@ async function main() {
       }
       bySize.push(entry);
       for (const c of contenders) {
-        for (const d of c.declarers) d.close();
+        c.declarer?.close();
         await c.swarm.close();
       }
       await sleep(2_000);

@@ -5,9 +5,15 @@ import type { AppContext } from './context.js';
 import { isDatabaseUnavailable } from './db/unavailable.js';
 import { authorize } from './domain/access/authorize.js';
 import { KeyAuthenticator } from './domain/keys/authenticator.js';
+import { credentialPrefixPages } from './domain/access/credential-prefixes.js';
 import type { KeyGate } from './edge/auth.js';
+import { AuthThrottle } from './edge/auth-throttle.js';
+import { ClientAddresses, proxyTrust } from './edge/client-address.js';
+import { ConnectionIntake } from './edge/connection-intake.js';
 import { ConnectionBudget, openFileLimit } from './edge/connection-budget.js';
+import { PrefixIndex } from './edge/prefix-index.js';
 import { RateLimiter } from './edge/rate-limit.js';
+import { TenantConnections } from './edge/tenant-connections.js';
 import { registerApis } from './http/apis.js';
 import { consolePage } from './http/console-page.js';
 import { docsPage } from './http/docs-page.js';
@@ -32,6 +38,8 @@ export interface AppServices extends KeyGate {
   streams: BrowserStreams;
   /** What the long-lived connections (event streams, device sockets) may hold of the open-file limit. */
   connections: ConnectionBudget;
+  /** The long-lived connections by org and partner, for their quotas and share of the instance. */
+  tenants: TenantConnections;
 }
 
 /** Internal knobs of the application (not configuration): tests shorten timings with them. */
@@ -45,16 +53,24 @@ export interface AppOptions {
 export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promise<FastifyInstance> {
   const app = Fastify(serverOptions(ctx.config));
   const keys = new KeyAuthenticator(ctx);
+  const addresses = new ClientAddresses(proxyTrust(ctx.config.TRUST_PROXY));
   const gate: KeyGate = {
     keys,
     rateLimiter: new RateLimiter(ctx.config.RATE_LIMIT_PER_KEY),
-    authFailures: new RateLimiter(ctx.config.AUTH_FAILURES_PER_ADDRESS, ctx.config.AUTH_FAILURES_PER_ADDRESS * 5),
+    authFailures: new AuthThrottle(ctx.config.AUTH_FAILURES_PER_ADDRESS, new PrefixIndex(credentialPrefixPages(ctx))),
+    addresses,
+    intake: ConnectionIntake.install(app.server, addresses, {
+      unauthenticatedPerAddress: ctx.config.UNAUTHENTICATED_CONNECTIONS_PER_ADDRESS,
+      firstBytesTimeoutMs: ctx.config.HEADERS_TIMEOUT_MS,
+      proxyProtocol: ctx.config.PROXY_PROTOCOL,
+    }),
   };
   // The last file descriptors are kept for the database and files: a flood of connections is refused
   // at the door rather than failing everything else.
   const fileLimit = openFileLimit();
   if (fileLimit !== null) app.server.maxConnections = fileLimit - Math.min(64, Math.floor(fileLimit / 16));
   const connections = ConnectionBudget.ofProcess();
+  const tenants = new TenantConnections(connections, ctx.config.TENANT_CONNECTION_SHARE);
   const streams = new BrowserStreams(
     ctx.db,
     ctx.bus,
@@ -63,6 +79,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promi
       authorize: (principal, orgId) => authorize(ctx, { principal, requestId: null }, orgId, 'read'),
     },
     connections,
+    tenants,
     { ...defaultStreamLimits, ...options.streams, perKey: ctx.config.STREAMS_PER_KEY, max: ctx.config.MAX_STREAMS },
     (err, where) => {
       if (isDatabaseUnavailable(err)) ctx.dbOutage.failed(err);
@@ -74,7 +91,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promi
     streams.close();
     done();
   });
-  app.decorate('services', { ...gate, streams, connections } satisfies AppServices);
+  app.decorate('services', { ...gate, streams, connections, tenants } satisfies AppServices);
   app.decorateRequest('principal', null);
   app.decorateRequest('idempotency', null);
   app.setValidatorCompiler(zodValidatorCompiler);

@@ -1,5 +1,8 @@
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
+import proxyaddr from '@fastify/proxy-addr';
 import { z } from 'zod';
+import { isLoopbackHost } from './edge/loopback-host.js';
 import { MAX_PROCESSES, PROCESS_ROLES } from './roles.js';
 
 const booleanFlag = z
@@ -33,6 +36,22 @@ const commaList = z
       .filter(Boolean),
   );
 
+/** TRUST_PROXY: a hop count (`1`), or addresses, CIDRs and proxy-addr's names (`loopback`, `uniquelocal`); empty: no proxy trusted. */
+const trustProxy = commaList.transform((entries, ctx): TrustedProxies | null => {
+  if (entries.length === 0) return null;
+  if (entries.length === 1 && /^\d+$/.test(entries[0]!)) return { hops: Number(entries[0]) };
+  try {
+    proxyaddr.compile(entries);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: `a hop count or a comma list of addresses and CIDRs (e.g. 10.0.0.0/8,fd00::/8): ${(err as Error).message}` });
+    return z.NEVER;
+  }
+  return { addresses: entries };
+});
+
+/** Who may name the client in X-Forwarded-For/Forwarded: the nearest `hops` proxies, or the peers at these addresses. */
+export type TrustedProxies = { hops: number } | { addresses: string[] };
+
 const configSchema = z
   .object({
     PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -65,8 +84,23 @@ const configSchema = z
       .transform((v) => (v === undefined ? undefined : v === 'true' || v === '1')),
     /** Days the event stream (and the device ack history) is kept: replay, the event feed and receipts reach this far back. */
     EVENT_RETENTION_DAYS: z.coerce.number().int().min(7).max(3650).default(30),
+    /** Hours after its deadline an overdue event is watched for emergency.delivery_completed; after it, the overdue event stays the last word. */
+    ACK_WATCH_HOURS: z.coerce.number().int().min(1).max(720).default(24),
+    /** Half-way re-sends of unacknowledged events one base station gets per minute at most; more wait for the overdue event. */
+    ACK_RESENDS_PER_DEVICE_PER_MINUTE: z.coerce.number().int().min(1).max(6000).default(12),
     /** Message bodies over 1 MiB received at once; beyond it 503 unavailable with Retry-After. */
     MAX_CONCURRENT_LARGE_BODIES: z.coerce.number().int().min(1).max(1000).default(4),
+    /** Worker threads for heavy work off the event loop (CAP XML, the Atom feed, large bodies); default: cores − 1, 1 to 4. */
+    OFFLOAD_THREADS: z.coerce
+      .number()
+      .int('a whole number of threads')
+      .min(1)
+      .max(64)
+      .default(() => Math.max(1, Math.min(4, availableParallelism() - 1))),
+    /** Heavy jobs waiting for a worker thread, the whole process together; beyond it 503 unavailable with Retry-After. */
+    OFFLOAD_QUEUE: z.coerce.number().int('a whole number of jobs').min(1).max(100_000).default(64),
+    /** Heavy jobs one key may have in flight at once; beyond it 429 rate_limited with Retry-After. */
+    OFFLOAD_PER_KEY: z.coerce.number().int('a whole number of jobs').min(1).max(1000).default(2),
     MESSAGE_DEDUPE_WINDOW_SECONDS: z.coerce
       .number()
       .int()
@@ -101,6 +135,14 @@ const configSchema = z
     RATE_LIMIT_PER_KEY: z.coerce.number().positive().default(50),
     /** Failed authentications allowed per client address and second (burst 5×); beyond it 429 and no key lookup. */
     AUTH_FAILURES_PER_ADDRESS: z.coerce.number().positive().default(20),
+    /** A client has this long to send its request headers (and PROXY header) or to complete a WebSocket upgrade; then it is closed. */
+    HEADERS_TIMEOUT_MS: z.coerce.number().int('a whole number of milliseconds').min(100).max(600_000).default(10_000),
+    /** Connections one client address may hold before one of them carries an authenticated request; more are closed at once. */
+    UNAUTHENTICATED_CONNECTIONS_PER_ADDRESS: z.coerce.number().int().min(1).max(1_000_000).default(64),
+    /** Proxies whose X-Forwarded-For/Forwarded name the client: a hop count, or a comma list of addresses and CIDRs; empty: none. */
+    TRUST_PROXY: trustProxy,
+    /** Every connection starts with a PROXY protocol header (v1 or v2) naming the client; connections without one are closed. */
+    PROXY_PROTOCOL: booleanFlag,
     /** Event streams (SSE) one key may hold open at once on one instance; beyond it 429 too_many_streams. */
     STREAMS_PER_KEY: z.coerce.number().int().min(1).max(100_000).default(20),
     /**
@@ -108,12 +150,25 @@ const configSchema = z
      * Streams and device sockets together also stay below the open-file limit (src/edge/connection-budget.ts).
      */
     MAX_STREAMS: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+    /** Device sockets one org may hold on one instance unless the admin API gives it its own quota; beyond it 429 too_many_devices. */
+    DEVICES_PER_ORG: z.coerce.number().int().min(0).max(1_000_000).default(10_000),
+    /** Device sockets all orgs of one partner may hold on one instance unless the admin API gives the partner its own quota. */
+    DEVICES_PER_PARTNER: z.coerce.number().int().min(0).max(1_000_000).default(50_000),
+    /** Event streams (SSE) one org may hold on one instance unless the admin API gives it its own quota; beyond it 429 too_many_streams. */
+    STREAMS_PER_ORG: z.coerce.number().int().min(0).max(1_000_000).default(200),
+    /** Event streams (SSE) all orgs of one partner may hold on one instance unless the admin API gives the partner its own quota. */
+    STREAMS_PER_PARTNER: z.coerce.number().int().min(0).max(1_000_000).default(500),
+    /**
+     * The most of an instance's long-lived connections (device sockets, streams, and both against the open-file budget) one org or one
+     * partner may hold whatever its quota, so the rest stays free for the others; beyond it 503. 1 turns the reserve off.
+     */
+    TENANT_CONNECTION_SHARE: z.coerce.number().min(0.05).max(1).default(0.8),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** `auto`: readable lines on a terminal, JSON lines otherwise; `json` or `pretty` to force one. */
     LOG_FORMAT: z.enum(['auto', 'json', 'pretty']).default('auto'),
     /** A listener of its own for GET /metrics (0: any free port); set, the API port answers 404 for /metrics. */
     METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
-    /** The metrics listener's address: loopback unless the monitoring network needs another. */
+    /** The metrics listener's address: loopback unless the monitoring network needs another (then METRICS_TOKEN is required). */
     METRICS_HOST: z.string().min(1).default('127.0.0.1'),
     /** A bearer token for GET /metrics: the API port serves it with this token only (the metrics listener requires it too). */
     METRICS_TOKEN: z
@@ -129,6 +184,14 @@ const configSchema = z
     ),
   })
   .superRefine((c, ctx) => {
+    // Metrics name every tenant's orgs: a listener other machines can reach serves them to the token's holder only.
+    if (c.METRICS_PORT !== undefined && c.METRICS_TOKEN === undefined && !isLoopbackHost(c.METRICS_HOST)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['METRICS_TOKEN'],
+        message: `required when METRICS_HOST (${c.METRICS_HOST}) is not a loopback address: the metrics listener of METRICS_PORT (each process's with --processes) would answer anyone who reaches it. Set METRICS_TOKEN (e.g. openssl rand -hex 32), or METRICS_HOST=127.0.0.1`,
+      });
+    }
     if (c.WEBHOOK_MAX_IN_FLIGHT < c.WEBHOOK_CONCURRENCY_PER_SUBSCRIPTION) {
       ctx.addIssue({
         code: 'custom',
@@ -148,13 +211,20 @@ export interface CliSettings {
   apiUrl: string | undefined;
   /** EMERGENCY_API_ADMIN_KEY: an admin key of that server (enk_adm_...). */
   adminKey: string | undefined;
+  /** EMERGENCY_API_ADMIN_KEY_FILE: a file holding that key, so that it appears in no environment listing either. */
+  adminKeyFile: string | undefined;
   /** DATABASE_URL is set, rather than left to its default. */
   databaseUrlSet: boolean;
 }
 
 export function loadCliSettings(env: Record<string, string | undefined> = process.env): CliSettings {
   const value = (name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
-  return { apiUrl: value('EMERGENCY_API_URL'), adminKey: value('EMERGENCY_API_ADMIN_KEY'), databaseUrlSet: value('DATABASE_URL') !== undefined };
+  return {
+    apiUrl: value('EMERGENCY_API_URL'),
+    adminKey: value('EMERGENCY_API_ADMIN_KEY'),
+    adminKeyFile: value('EMERGENCY_API_ADMIN_KEY_FILE'),
+    databaseUrlSet: value('DATABASE_URL') !== undefined,
+  };
 }
 
 /** The only reader of the environment: a bad value stops the process with a message naming the variable. */

@@ -5,6 +5,7 @@ import type { EventBus } from './events/bus.js';
 import type { WebhookTransport } from './domain/webhooks/transport.js';
 import type { Metrics } from './observability/metrics.js';
 import type { OutageLog } from './observability/outage-log.js';
+import type { Offload } from './offload/pool.js';
 
 /** What every service needs: the database, the configuration, the committed-event wake-up, the metrics and the media store. */
 export interface AppContext {
@@ -18,4 +19,6 @@ export interface AppContext {
   dbOutage: OutageLog;
   /** Sends a webhook request at once (the admin test ping). */
   webhookTransport: WebhookTransport;
+  /** Worker threads for the CPU-heavy part of requests, so that none holds the event loop. */
+  offload: Offload;
 }

@@ -6,6 +6,7 @@ import { deviceAckLags, unacknowledgedDevices } from './domain/devices/receipt-g
 import { EventBus } from './events/bus.js';
 import { Metrics } from './observability/metrics.js';
 import { OutageLog } from './observability/outage-log.js';
+import { Offload } from './offload/pool.js';
 
 /**
  * Kept apart from the HTTP application (src/app.ts) so that a CLI command needing only the database does not load the web stack.
@@ -26,6 +27,7 @@ export function createContext(config: Config, options: { createDatabase?: boolea
     dbOutage: new OutageLog('the database'),
     metrics,
     attachments: attachmentStoreFromConfig(config),
+    offload: new Offload(config),
     // Loaded on first use: a CLI command that sends nothing does not load the HTTP client.
     webhookTransport: { sendNow: async (...args) => (await import('./delivery/send-now.js')).sendWebhookNow(ctx, ...args) },
   };

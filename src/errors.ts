@@ -34,6 +34,8 @@ export const errorStatus = {
   validation_error: 422,
   rate_limited: 429,
   too_many_streams: 429,
+  /** A device upgrade beyond its org's or partner's device-socket quota on the instance (the upgrade's plain HTTP answer). */
+  too_many_devices: 429,
   headers_too_large: 431,
   internal: 500,
   unavailable: 503,
@@ -43,15 +45,18 @@ export type ErrorCode = keyof typeof errorStatus;
 
 export class AppError extends Error {
   readonly status: number;
+  /** When to come back (the Retry-After header), for a refusal that only asks the client to wait. */
+  readonly retryAfterSeconds: number | undefined;
   /** `status` overrides the code's usual one where it serves two situations: `unsupported_media_type` is 415 for a non-JSON body, 422 for an attachment. */
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly extra: Record<string, unknown> = {},
-    options: { status?: number; cause?: unknown } = {},
+    options: { status?: number; cause?: unknown; retryAfterSeconds?: number } = {},
   ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.status = options.status ?? errorStatus[code];
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 
   toDetail(): Record<string, unknown> {

@@ -5,6 +5,7 @@ import { parseArgsOptions, UsageError } from './cli/command.js';
 import { CommandFailure } from './cli/failure.js';
 import { commandHelp, findCommand, groupHelp, isGroup, nearestGroup, suggestion, synopsis } from './cli/help.js';
 import { formatResult } from './cli/output.js';
+import { redactSecrets } from './cli/redact.js';
 import { StartupFailure } from './cli/startup-failure.js';
 import { commands } from './cli/registry.js';
 import { type RemoteFlags, runCommand, takeRemoteFlags } from './cli/run-command.js';
@@ -18,14 +19,18 @@ async function main(argv: string[]): Promise<number> {
   const json = argv.includes('--json');
   let args = argv.filter((a) => a !== '--json');
   const out = (text: string) => process.stdout.write(text.endsWith('\n') || text === '' ? text : `${text}\n`);
+  // A message may repeat an argument, and an argument may be a key typed in the wrong place: never shown whole.
   const fail = (message: string, code: number, details: Record<string, unknown> = {}) => {
-    process.stderr.write(json ? `${JSON.stringify({ error: message, ...details })}\n` : `error: ${message}\n`);
+    const shown = redactSecrets(message);
+    process.stderr.write(json ? `${JSON.stringify({ error: shown, ...details })}\n` : `error: ${shown}\n`);
     return code;
   };
   // Messages for the operator (which database, which server): stderr only, so that stdout stays the output.
-  const note = (text: string, fields: Record<string, unknown> = {}) =>
-    process.stderr.write(json ? `${JSON.stringify({ note: text.replace(/^note: /, ''), ...fields })}\n` : `${text}\n`);
-  // --url and --admin-key before the command words name the server of any admin command.
+  const note = (text: string, fields: Record<string, unknown> = {}) => {
+    const shown = redactSecrets(text);
+    process.stderr.write(json ? `${JSON.stringify({ note: shown.replace(/^note: /, ''), ...fields })}\n` : `${shown}\n`);
+  };
+  // --url, --admin-key-file and --insecure before the command words name the server of any admin command.
   let remoteFlags: RemoteFlags;
   try {
     ({ rest: args, flags: remoteFlags } = takeRemoteFlags(args, { leading: true }));

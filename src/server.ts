@@ -72,7 +72,10 @@ export async function startServer(config: Config, existing?: AppContext, options
   if (parts.deviceGateway) {
     const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices, {
       authFailures: app.services.authFailures,
+      addresses: app.services.addresses,
+      intake: app.services.intake,
       connections: app.services.connections,
+      tenants: app.services.tenants,
     });
     stoppers.push(() => gateway.stop());
   }
@@ -133,7 +136,7 @@ export async function startServer(config: Config, existing?: AppContext, options
       const closing = app.close();
       for (const stopper of stoppers.reverse()) await stopper();
       await closing;
-      if (!existing) await ctx.db.close();
+      if (!existing) await Promise.all([ctx.db.close(), ctx.offload.close()]);
     },
   };
 }

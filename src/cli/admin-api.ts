@@ -14,8 +14,10 @@ export interface AdminTarget {
   adminKey: string;
   /** `--url` or `EMERGENCY_API_URL`. */
   urlSetting: string;
-  /** `--admin-key` or `EMERGENCY_API_ADMIN_KEY`. */
+  /** `--admin-key-file`, `EMERGENCY_API_ADMIN_KEY`, `EMERGENCY_API_ADMIN_KEY_FILE` (or the deprecated `--admin-key`). */
   keySetting: string;
+  /** Plain http:// to another machine, allowed by --insecure: the operator is warned. */
+  plainHttpElsewhere: boolean;
 }
 
 export interface Page<T> {

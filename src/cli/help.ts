@@ -86,7 +86,8 @@ function columns(rows: [string, string][], indent = '  '): string[] {
 const GLOBAL_OPTIONS: [string, string][] = [
   ['--json', 'admin commands: print one JSON object on stdout (errors on stderr, exit code ≠ 0)'],
   ['--url URL', 'admin commands: run over the admin API of this server, e.g. http://127.0.0.1:8080 (default EMERGENCY_API_URL)'],
-  ['--admin-key KEY', 'with --url: an admin key of that server, enk_adm_... (default EMERGENCY_API_ADMIN_KEY)'],
+  ['--admin-key-file PATH', 'with --url: a file holding an admin key of that server, enk_adm_... (default EMERGENCY_API_ADMIN_KEY)'],
+  ['--insecure', 'with --url: allow http:// to another machine (the admin key then crosses the network unencrypted)'],
   ['-h, --help', `help of any group or command, e.g. "${PROGRAM} admin webhook --help"`],
   ['-v, --version', 'print the version'],
 ];
@@ -101,10 +102,11 @@ const databaseOnly = (commands: Record<string, CliCommand>) =>
 function whereCommandsRun(commands: Record<string, CliCommand>): string[] {
   return [
     'Where admin commands run:',
-    '  Over the admin API of a server when EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY are set, or --url URL and',
-    '  --admin-key KEY are given (the flags win; before the command words, --url always names the server). Otherwise',
-    '  on the database of DATABASE_URL (default sqlite:./data/emergency.db, which only migrate, admin demo and',
-    '  admin admin-key create may create: other commands exit 66 when it is missing).',
+    '  Over the admin API of a server when EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY (or EMERGENCY_API_ADMIN_KEY_FILE)',
+    '  are set, or --url URL and --admin-key-file PATH are given (the flags win; before the command words, --url always',
+    '  names the server; http:// only to this machine unless --insecure). Otherwise on the database of DATABASE_URL',
+    '  (default sqlite:./data/emergency.db, which only migrate, admin demo and admin admin-key create may create:',
+    '  other commands exit 66 when it is missing).',
     `  Database only: ${databaseOnly(commands).join(', ')} (with EMERGENCY_API_URL set, they need DATABASE_URL).`,
   ];
 }
@@ -159,7 +161,8 @@ export function commandHelp(name: string, command: CliCommand): string {
   // Here --url is the command's own option (a receiver's URL): the server's goes before the command words.
   const ownUrl = command.options?.url !== undefined;
   if (admin && !ownUrl) optional.push(['--url URL', 'run over the admin API of this server (default EMERGENCY_API_URL)']);
-  if (admin) optional.push(['--admin-key KEY', 'an admin key of that server (default EMERGENCY_API_ADMIN_KEY)']);
+  if (admin) optional.push(['--admin-key-file PATH', 'a file holding an admin key of that server (default EMERGENCY_API_ADMIN_KEY)']);
+  if (admin) optional.push(['--insecure', 'allow http:// to another machine (the key crosses the network unencrypted)']);
   optional.push(['-h, --help', 'show this help']);
   // One width for both lists, so that their descriptions line up.
   const aligned = columns([...required, ...optional]);
@@ -170,7 +173,7 @@ export function commandHelp(name: string, command: CliCommand): string {
     lines.push(
       '',
       'Runs over the admin API when a server and an admin key are given (EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY,',
-      `or ${ownUrl ? `"${PROGRAM} --url URL --admin-key KEY ${name} ..."` : '--url and --admin-key'}); otherwise on the database of DATABASE_URL.`,
+      `or ${ownUrl ? `"${PROGRAM} --url URL --admin-key-file PATH ${name} ..."` : '--url and --admin-key-file'}); otherwise on the database of DATABASE_URL.`,
     );
   } else if (!command.standalone) {
     lines.push('', 'Works on the database of DATABASE_URL only: it has no admin API route (with EMERGENCY_API_URL set, set DATABASE_URL too).');

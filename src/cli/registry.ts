@@ -2,6 +2,7 @@ import { capCommands } from './admin-cap.js';
 import { deviceCommands } from './admin-devices.js';
 import { directoryCommands } from './admin-directory.js';
 import { keyCommands } from './admin-keys.js';
+import { quotaCommands } from './admin-quotas.js';
 import type { CliCommand } from './command.js';
 import { serveCommands } from './serve.js';
 import { webhookCommands } from './admin-webhooks.js';
@@ -12,6 +13,7 @@ import { workerCommands } from './worker.js';
 export const commands: Record<string, CliCommand> = {
   ...serveCommands,
   ...directoryCommands,
+  ...quotaCommands,
   ...keyCommands,
   ...deviceCommands,
   ...webhookCommands,

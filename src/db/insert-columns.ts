@@ -101,6 +101,8 @@ export const INSERT_COLUMNS = {
     state: 'text',
     overdue_at: 'text',
     closed_at: 'text',
+    event_offset: 'integer',
+    check_at: 'text',
   },
   idempotency_keys: {
     api_key_id: 'text',

@@ -297,6 +297,10 @@ export interface AckDeadlineTable {
   overdue_at: string | null;
   /** When the row reached `met`, `completed` or `expired`. */
   closed_at: string | null;
+  /** The watched event's stream offset, once the row is `overdue`. */
+  event_offset: number | null;
+  /** Set when an acknowledgement or a revocation may have completed an overdue event; cleared once looked at. */
+  check_at: string | null;
 }
 /** An organization's mapping of a CAP `event` to one of its categories (see migration 0014). */
 export interface CapEventMappingTable {
@@ -308,6 +312,20 @@ export interface CapEventMappingTable {
   event: string;
   category_id: string;
   created_at: string;
+  updated_at: string;
+}
+/** An organization's own connection quotas; null: the instance's default (see migration 0015). */
+export interface OrgConnectionQuotaTable {
+  org_id: string;
+  devices: number | null;
+  streams: number | null;
+  updated_at: string;
+}
+/** A partner's own connection quotas, over all its organizations; null: the instance's default (see migration 0015). */
+export interface PartnerConnectionQuotaTable {
+  partner_id: string;
+  devices: number | null;
+  streams: number | null;
   updated_at: string;
 }
 /** A live webhook worker (see migration 0010). */
@@ -344,4 +362,6 @@ export interface Database {
   delivery_workers: DeliveryWorkerTable;
   ack_deadlines: AckDeadlineTable;
   cap_event_mappings: CapEventMappingTable;
+  org_connection_quotas: OrgConnectionQuotaTable;
+  partner_connection_quotas: PartnerConnectionQuotaTable;
 }

@@ -1,7 +1,8 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { AppContext } from '../context.js';
 import { isDatabaseUnavailable } from '../db/unavailable.js';
 import { nextPendingDeadline, pruneSettledDeadlines } from '../domain/deadlines/repo.js';
-import { completeOverdueDeadlines, fireDueDeadlines, type SettledDeadline } from '../domain/deadlines/service.js';
+import { completeMarkedDeadlines, expireEndedWatches, fireDueDeadlines, type SettledDeadline } from '../domain/deadlines/service.js';
 
 /** The logging the worker needs; a pino logger satisfies it. */
 export interface DeadlineLogger {
@@ -12,13 +13,15 @@ export interface DeadlineLogger {
 export interface DeadlineWorkerOptions {
   /** How often the soonest pending deadline is looked up; one due sooner than the next look gets a timer of its own. */
   pollIntervalMs: number;
-  /** How often overdue deadlines are checked for completion. */
+  /** How often overdue deadlines marked by an acknowledgement are looked at, and watches that ended are closed. */
   completionCheckMs: number;
   /** How often settled deadlines past the event retention are removed. */
   pruneIntervalMs: number;
+  /** How long after its deadline an overdue event is watched for completion; ACK_WATCH_HOURS unless given (tests shorten it). */
+  watchMs?: number;
 }
 
-export const defaultDeadlineWorkerOptions: DeadlineWorkerOptions = { pollIntervalMs: 1_000, completionCheckMs: 2_000, pruneIntervalMs: 3600_000 };
+export const defaultDeadlineWorkerOptions: DeadlineWorkerOptions = { pollIntervalMs: 1_000, completionCheckMs: 500, pruneIntervalMs: 3600_000 };
 
 /** Error description safe for logs: the message and code, never a stack or a driver's SQL text. */
 function describeError(err: unknown): { error: string; code?: string } {
@@ -32,9 +35,14 @@ function describeError(err: unknown): { error: string; code?: string } {
  * their events), and this worker only polls for them. Every instance runs one; claims keep each
  * deadline to one of them. A deadline left pending by a process that died fires at the next poll of
  * any instance, so within a second or two of a restart.
+ *
+ * The work comes in small claims with a turn of the event loop between them, so thousands of deadlines
+ * falling due together never hold the loop or the database for other tenants. Overdue events are looked
+ * at again only when an acknowledgement marked them, and their watch ends a set time after the deadline.
  */
 export class DeadlineWorker {
   private readonly options: DeadlineWorkerOptions;
+  private readonly watchMs: number;
   private readonly timers: NodeJS.Timeout[] = [];
   /** The timer of a deadline due before the next poll. */
   private soon: NodeJS.Timeout | undefined;
@@ -49,6 +57,7 @@ export class DeadlineWorker {
     options: Partial<DeadlineWorkerOptions> = {},
   ) {
     this.options = { ...defaultDeadlineWorkerOptions, ...options };
+    this.watchMs = this.options.watchMs ?? ctx.config.ACK_WATCH_HOURS * 3_600_000;
   }
 
   start(): void {
@@ -95,6 +104,7 @@ export class DeadlineWorker {
         const fired = await fireDueDeadlines(this.ctx.db);
         this.observe(fired.settled);
         more = fired.more;
+        if (more) await nextTurn();
       }
       next = await nextPendingDeadline(this.ctx.db.db);
     }
@@ -113,12 +123,28 @@ export class DeadlineWorker {
 
   private complete(): void {
     if (this.completing || this.stopped) return;
-    this.completing = completeOverdueDeadlines(this.ctx.db, this.ctx.config.EVENT_RETENTION_DAYS)
-      .then((settled) => this.observe(settled))
+    this.completing = this.completeMarked()
       .catch((err) => this.failed(err, 'checking overdue deliveries failed; the next check retries'))
       .finally(() => {
         this.completing = null;
       });
+  }
+
+  /** Marked overdue deadlines, then watches that ended, each in small claims with a turn of the loop between them. */
+  private async completeMarked(): Promise<void> {
+    for (let more = true; more && !this.stopped; ) {
+      const done = await completeMarkedDeadlines(this.ctx.db, this.watchMs);
+      if (done.examined > 0) this.ctx.metrics.deliveryWatchChecks.inc(done.examined);
+      this.observe(done.settled);
+      more = done.more;
+      if (more) await nextTurn();
+    }
+    for (let more = true; more && !this.stopped; ) {
+      const ended = await expireEndedWatches(this.ctx.db, this.watchMs);
+      this.observe(ended.settled);
+      more = ended.more;
+      if (more) await nextTurn();
+    }
   }
 
   private prune(): void {

@@ -6,6 +6,7 @@ import type { AppContext } from '../context.js';
 import { AckRecorder } from './ack-recorder.js';
 import { BackgroundWork } from './background-work.js';
 import { DeviceConnection } from './connection.js';
+import { DeviceQuotas } from './device-quotas.js';
 import { ConnectionRegistry } from './connection-registry.js';
 import { HeartbeatWatch } from './heartbeat-watch.js';
 import { OrgStreams } from './org-streams.js';
@@ -104,6 +105,7 @@ export class DeviceGateway {
       options,
       onError,
       (admission) => this.accept(admission),
+      edge.tenants && new DeviceQuotas(ctx, edge.tenants, options.maxConnections, (deviceId) => this.connections.get(deviceId) !== undefined),
     );
   }
 

@@ -8,20 +8,30 @@ import { type AuthenticatedDevice, DEVICE_TOKEN_PATTERN } from '../domain/device
 import { authenticateDevice } from '../domain/devices/service.js';
 import { bearerToken } from '../edge/auth.js';
 import type { ConnectionBudget } from '../edge/connection-budget.js';
-import type { RateLimiter } from '../edge/rate-limit.js';
+import type { AuthThrottle } from '../edge/auth-throttle.js';
+import type { ClientAddresses } from '../edge/client-address.js';
+import type { ConnectionIntake } from '../edge/connection-intake.js';
+import type { TenantConnections } from '../edge/tenant-connections.js';
 import { committedOffset } from '../events/read.js';
+import type { DeviceQuotas } from './device-quotas.js';
 import { DEVICE_STREAM_PATH, parseAfter } from './protocol.js';
 
 /** What the gateway shares with the rest of the process (see src/edge). */
 export interface GatewayEdge {
   /**
-   * Failed authentications per client address, the limiter REST and the tool server take from: a bad
-   * token takes a token, and once the address has none left its upgrades are 429s, a token whose device
-   * id this instance has not authenticated before is refused without a database lookup.
+   * Failed authentications per (client address, device id), the throttle REST and the tool server use: a
+   * bad token takes from its pair, and a device id this instance has not authenticated before is looked up
+   * only while the address has lookups left or the id is stored (AuthThrottle).
    */
-  authFailures?: RateLimiter;
+  authFailures?: AuthThrottle;
+  /** Who the client of an upgrade is (TRUST_PROXY, the PROXY protocol). */
+  addresses?: ClientAddresses;
+  /** The per-address cap on unauthenticated connections, which an authenticated device leaves. */
+  intake?: ConnectionIntake;
   /** The long-lived connections' share of the open-file limit, which device sockets and event streams share. */
   connections?: ConnectionBudget;
+  /** The long-lived connections by tenant, for the per-org and per-partner quotas that event streams share. */
+  tenants?: TenantConnections;
 }
 
 export interface UpgradeGateOptions {
@@ -97,6 +107,7 @@ export class UpgradeGate {
     private readonly options: UpgradeGateOptions,
     private readonly onError: (err: unknown, where: string) => void,
     private readonly admit: (admission: Admission) => void,
+    private readonly quotas?: DeviceQuotas,
   ) {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: options.maxDeviceFrameBytes, perMessageDeflate: false, clientTracking: false });
   }
@@ -116,6 +127,8 @@ export class UpgradeGate {
 
   private async answer(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
+    // An upgrade has HEADERS_TIMEOUT_MS to complete, a refused one to be read: the WebSocket clears this timeout once open.
+    req.socket.setTimeout(this.ctx.config.HEADERS_TIMEOUT_MS, () => socket.destroy());
     const requestId = randomUUID();
     const url = new URL(req.url ?? '/', 'http://gateway.invalid');
     if (url.pathname !== DEVICE_STREAM_PATH) return refuseUpgrade(socket, 404, 'not_found', 'No WebSocket endpoint at this path.', requestId);
@@ -132,13 +145,13 @@ export class UpgradeGate {
     let end: number;
     try {
       const token = bearerToken(req.headers.authorization);
-      const address = req.socket.remoteAddress ?? '';
+      const address = this.edge.addresses?.of(req) ?? req.socket.remoteAddress ?? '';
       const deviceId = token === undefined ? undefined : DEVICE_TOKEN_PATTERN.exec(token)?.[1];
-      // A device id not authenticated here before, from an address that has used up its failures: refused unread.
-      const unread = authFailures !== undefined && !(deviceId !== undefined && this.knownDevices.has(deviceId)) && !authFailures.wouldAllow(address);
-      device = unread ? null : await authenticateDevice(this.ctx, token);
+      // A device id not authenticated here before, from an address that has spent its lookups: looked up only if it is stored.
+      const refusal = deviceId === undefined ? null : await authFailures?.lookupRefusal(address, deviceId, this.knownDevices.has(deviceId));
+      device = refusal || deviceId === undefined ? null : await authenticateDevice(this.ctx, token);
       if (!device) {
-        const decision = authFailures?.take(address);
+        const decision = refusal ?? authFailures?.failed(address, deviceId);
         if (decision && !decision.allowed) {
           const message = `Too many failed authentications from this address; retry after ${decision.retryAfterSeconds} s.`;
           return refuseUpgrade(socket, 429, 'rate_limited', message, requestId, decision.retryAfterSeconds);
@@ -146,6 +159,12 @@ export class UpgradeGate {
         return refuseUpgrade(socket, 401, 'unauthenticated', 'A valid device token is required: Authorization: Bearer enk_dev_...', requestId);
       }
       this.knownDevices.set(deviceId!, true);
+      this.edge.intake?.authenticated(req.socket);
+      const overQuota = await this.quotas?.admit(device, socket);
+      if (overQuota) {
+        const { error } = overQuota;
+        return refuseUpgrade(socket, error.status, error.code, error.message, requestId, overQuota.retryAfterSeconds);
+      }
       // Without `after` the device starts at the present; an `after` beyond the stream's end (a device
       // that kept its position across a database restore) is brought back to the end, otherwise it
       // would silently skip every event until the stream caught up with its number.

@@ -8,6 +8,7 @@ import { adminKeyAdminRoutes } from './routes/admin/admin-keys.js';
 import { apiKeyAdminRoutes } from './routes/admin/api-keys.js';
 import { capMappingAdminRoutes } from './routes/admin/cap-mappings.js';
 import { categoryAdminRoutes } from './routes/admin/categories.js';
+import { connectionQuotaAdminRoutes } from './routes/admin/connection-quotas.js';
 import { deviceAdminRoutes } from './routes/admin/devices.js';
 import { enterpriseAdminRoutes } from './routes/admin/enterprises.js';
 import { meAdminRoutes } from './routes/admin/me.js';
@@ -50,6 +51,7 @@ const APIS: Api[] = [
       partnerAdminRoutes,
       enterpriseAdminRoutes,
       orgAdminRoutes,
+      connectionQuotaAdminRoutes,
       categoryAdminRoutes,
       capMappingAdminRoutes,
       userAdminRoutes,

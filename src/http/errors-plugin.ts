@@ -18,6 +18,7 @@ const CLIENT_ERROR_CODES: Partial<Record<number, ErrorCode>> = {
 
 function sendAppError(reply: FastifyReply, err: AppError) {
   if (err.status === 401) reply.header('www-authenticate', 'Bearer');
+  if (err.retryAfterSeconds !== undefined) reply.header('retry-after', err.retryAfterSeconds);
   return reply.code(err.status).send({ detail: err.toDetail() });
 }
 

@@ -4,6 +4,8 @@ import { eventsAfter, type StoredEvent } from '../events/read.js';
 import type { Principal } from '../domain/access/principal.js';
 import type { EventBus } from '../events/bus.js';
 import type { ConnectionBudget } from '../edge/connection-budget.js';
+import type { TenantQuota } from '../domain/tenancy/connection-quotas.js';
+import type { TenantConnections } from '../edge/tenant-connections.js';
 import { LiveReader } from '../events/live-reader.js';
 import { AppError } from '../errors.js';
 
@@ -124,6 +126,8 @@ export class StreamCredential {
 export interface StreamSlot {
   readonly credential: StreamCredential;
   state: 'reserved' | 'watching' | 'released';
+  /** Gives back the slot's place in its org's and partner's quotas, once `charge` has taken one. */
+  uncharge?: () => void;
 }
 
 export type StreamAdmission = { admitted: true; slot: StreamSlot } | { admitted: false; error: AppError; retryAfterSeconds: number };
@@ -311,6 +315,7 @@ export class BrowserStreams {
     bus: EventBus,
     private readonly access: StreamAccess,
     private readonly budget: ConnectionBudget,
+    private readonly tenants: TenantConnections,
     private readonly limits: StreamLimits,
     private readonly onError: (err: unknown, where: string) => void,
   ) {
@@ -378,10 +383,23 @@ export class BrowserStreams {
     return { admitted: true, slot: { credential, state: 'reserved' } };
   }
 
+  /**
+   * Counts a reserved slot against its org's and partner's stream quotas (STREAMS_PER_ORG, STREAMS_PER_PARTNER or their own) and
+   * their share of the instance, once the org is known and the key allowed to read it; says why not (429 too_many_streams, 503).
+   */
+  charge(slot: StreamSlot, quota: TenantQuota): Extract<StreamAdmission, { admitted: false }> | null {
+    if (slot.state !== 'reserved' || slot.uncharge) throw new Error('a stream slot is charged once, before it watches');
+    const admission = this.tenants.admit('streams', quota, this.limits.max);
+    if (!admission.admitted) return admission;
+    slot.uncharge = admission.release;
+    return null;
+  }
+
   /** Gives back a slot that will not stream (its start was refused). */
   release(slot: StreamSlot): void {
     if (slot.state !== 'reserved') return;
     slot.state = 'released';
+    slot.uncharge?.();
     slot.credential.pending--;
     this.pending--;
     this.forgetIfIdle(slot.credential);
@@ -412,6 +430,7 @@ export class BrowserStreams {
       if (gone) return;
       gone = true;
       w.closed = true;
+      slot.uncharge?.();
       joined.live.delete(w);
       this.watchers.delete(w);
       credential.watchers.delete(w);

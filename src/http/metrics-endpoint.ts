@@ -3,7 +3,7 @@ import Fastify, { type FastifyPluginAsync } from 'fastify';
 import type { Config } from '../config.js';
 import type { AppContext } from '../context.js';
 import { bearerToken } from '../edge/auth.js';
-import { RateLimiter } from '../edge/rate-limit.js';
+import { AuthThrottle } from '../edge/auth-throttle.js';
 import { AppError } from '../errors.js';
 import { installErrorHandling } from './errors-plugin.js';
 
@@ -27,12 +27,12 @@ function tokenMatches(expected: string, authorization: string | undefined): bool
 }
 
 /** The route: the Prometheus text, to the holder of METRICS_TOKEN when one is set; failures are throttled per address like keys. */
-export function metricsRoute(ctx: AppContext, authFailures: RateLimiter): FastifyPluginAsync {
+export function metricsRoute(ctx: AppContext, authFailures: AuthThrottle): FastifyPluginAsync {
   return async (app) => {
     app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
       const token = ctx.config.METRICS_TOKEN;
       if (token !== undefined && !tokenMatches(token, request.headers.authorization)) {
-        const decision = authFailures.take(request.ip);
+        const decision = authFailures.failed(request.ip, 'metrics');
         if (!decision.allowed) {
           reply.header('retry-after', decision.retryAfterSeconds);
           throw new AppError('rate_limited', `Too many failed authentications from this address; retry after ${decision.retryAfterSeconds} s.`);
@@ -56,7 +56,7 @@ export async function startMetricsListener(ctx: AppContext): Promise<MetricsList
   if (port === undefined) return null;
   const app = Fastify({ logger: false, requestTimeout: 30_000 });
   installErrorHandling(app, ctx);
-  await app.register(metricsRoute(ctx, new RateLimiter(failures, failures * 5)));
+  await app.register(metricsRoute(ctx, new AuthThrottle(failures)));
   // Exclusive: each process of `serve --processes N` holds a metrics port of its own rather than one shared through
   // the supervisor, so that each can be scraped on its own (with METRICS_PORT=0, each on a free port).
   await app.listen({ port, host, exclusive: true });

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import type { Server } from 'node:http';
+import type { FastifyBaseLogger, FastifyHttpOptions } from 'fastify';
 import type { Config } from '../config.js';
+import { proxyTrust } from '../edge/client-address.js';
 import { DeferredChildLogger } from '../observability/deferred-logger.js';
 import { loggerOptions } from '../observability/log-format.js';
 import { clientErrorHandler, frameworkErrorHandler } from './framework-errors.js';
@@ -8,8 +10,9 @@ import { clientErrorHandler, frameworkErrorHandler } from './framework-errors.js
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Fastify's options: logging, request ids, limits and the framework's own error answers. */
-export function serverOptions(config: Config): FastifyServerOptions {
+export function serverOptions(config: Config): FastifyHttpOptions<Server> {
   const silent = config.LOG_LEVEL === 'silent';
+  const trust = proxyTrust(config.TRUST_PROXY);
   return {
     logger: silent ? false : loggerOptions(config),
     bodyLimit: 1024 * 1024,
@@ -27,6 +30,14 @@ export function serverOptions(config: Config): FastifyServerOptions {
               : new DeferredChildLogger(logger as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }, bindings),
         }),
     requestTimeout: 30_000,
+    // Slow clients: headers must arrive in HEADERS_TIMEOUT_MS, checked often enough that the limit holds to about a second.
+    http: {
+      headersTimeout: config.HEADERS_TIMEOUT_MS,
+      requestTimeout: 30_000,
+      connectionsCheckingInterval: Math.min(1_000, Math.max(50, Math.floor(config.HEADERS_TIMEOUT_MS / 4))),
+    },
+    // X-Forwarded-Proto/Host and request.ip from the proxies TRUST_PROXY names (the throttles use ClientAddresses, which adds Forwarded and the PROXY protocol).
+    ...(trust ? { trustProxy: trust } : {}),
     // Above Node's header limit, so an emergency id of any length reaches its route (and is a 404).
     routerOptions: { maxParamLength: 16 * 1024 },
     clientErrorHandler,

@@ -204,7 +204,7 @@ export const TOOLS: readonly ToolDefinition[] = [
     description:
       'Resolves an emergency (from declared or categorized); emergency.resolved is sent to devices and subscribers and the ' +
       'emergency becomes immutable. Calling it for an emergency that is already resolved changes nothing and returns an ' +
-      'emergency_resolved error. Returns the resolved Emergency. Permission: write.',
+      'emergency_resolved error (permission_denied to a key without the read permission). Returns the resolved Emergency. Permission: write.',
     permission: 'write',
     input: resolveInput
       .safeExtend({

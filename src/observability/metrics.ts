@@ -90,6 +90,18 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly deviceResendsLimited = new client.Counter({
+    name: 'device_event_resends_limited_total',
+    help: 'Re-sends not made because the base station had reached ACK_RESENDS_PER_DEVICE_PER_MINUTE (it still gets the overdue event).',
+    registers: [this.registry],
+  });
+
+  readonly deliveryWatchChecks = new client.Counter({
+    name: 'emergency_delivery_watch_checks_total',
+    help: 'Overdue events looked at for completion: once when they go overdue, then only when an acknowledgement or a revocation could have completed them.',
+    registers: [this.registry],
+  });
+
   readonly deviceReplayReads = new client.Counter({
     name: 'device_replay_reads_total',
     help: 'Database reads of event pages for devices catching up with after (one read serves every device resuming in the same range).',

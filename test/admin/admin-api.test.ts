@@ -110,13 +110,14 @@ describe('admin API', () => {
     assert.equal(denied.status, 403);
     assert.equal(denied.body.detail.error, 'subject_not_covered');
     assert.equal((await enterpriseAdmin.post(`/enterprises/${a.enterpriseId}/orgs`, { name: 'Annex' })).status, 201);
-    assert.equal((await enterpriseAdmin.post(`/enterprises/${b.enterpriseId}/orgs`, { name: 'Annex' })).body.detail.error, 'subject_not_covered');
-    assert.equal((await enterpriseAdmin.get(`/orgs/${b.orgId}`)).status, 403);
+    // Ids outside the key's subject are answered as unknown ones (extensions §13).
+    assert.equal((await enterpriseAdmin.post(`/enterprises/${b.enterpriseId}/orgs`, { name: 'Annex' })).body.detail.error, 'not_found');
+    assert.equal((await enterpriseAdmin.get(`/orgs/${b.orgId}`)).status, 404);
     assert.equal((await partnerAdmin.get(`/orgs/${b.orgId}`)).status, 200);
-    assert.equal((await partnerAdmin.get(`/orgs/${elsewhere.orgId}`)).status, 403);
-    assert.equal((await enterpriseAdmin.post(`/partners/${a.partnerId}/enterprises`, { name: 'Sibling' })).status, 403);
-    assert.equal((await partnerAdmin.post('/api-keys', { name: 'x', subject: { type: 'org', id: elsewhere.orgId }, permissions: ['read'] })).status, 403);
-    assert.equal((await enterpriseAdmin.post('/admin-keys', { name: 'up', subject: { type: 'partner', id: a.partnerId } })).status, 403);
+    assert.equal((await partnerAdmin.get(`/orgs/${elsewhere.orgId}`)).status, 404);
+    assert.equal((await enterpriseAdmin.post(`/partners/${a.partnerId}/enterprises`, { name: 'Sibling' })).status, 404);
+    assert.equal((await partnerAdmin.post('/api-keys', { name: 'x', subject: { type: 'org', id: elsewhere.orgId }, permissions: ['read'] })).status, 404);
+    assert.equal((await enterpriseAdmin.post('/admin-keys', { name: 'up', subject: { type: 'partner', id: a.partnerId } })).status, 404);
     assert.equal((await enterpriseAdmin.post('/admin-keys', { name: 'root', subject: { type: 'instance' } })).status, 403);
     assert.deepEqual((await enterpriseAdmin.get('/partners')).body.items, []);
     assert.deepEqual(
@@ -126,7 +127,7 @@ describe('admin API', () => {
     // Lists show what lies beneath the subject only.
     const webhook = await root.post('/webhooks', { url: `${receiver.url}/scoped`, subject: { type: 'org', id: elsewhere.orgId } });
     assert.ok(!(await partnerAdmin.get('/webhooks?limit=200')).body.items.some((w: { webhookId: string }) => w.webhookId === webhook.body.webhookId));
-    assert.equal((await partnerAdmin.get(`/webhooks/${webhook.body.webhookId}`)).status, 403);
+    assert.equal((await partnerAdmin.get(`/webhooks/${webhook.body.webhookId}`)).status, 404);
     assert.equal((await partnerAdmin.get('/webhooks/00000000-0000-4000-8000-000000000000')).status, 404);
 
     // On the public API the admin key reads and writes the orgs beneath its subject, as itself in the audit log.

@@ -96,8 +96,8 @@ describe('CAP event mappings (admin API)', () => {
       await outsider.get(`/orgs/${org.orgId}/cap-mappings`),
       await outsider.post(`/orgs/${org.orgId}/cap-mappings`, { event: 'X', categoryName: 'Fire' }),
     ]) {
-      assert.equal(res.status, 403);
-      assert.equal(res.body.detail.error, 'subject_not_covered');
+      assert.equal(res.status, 404);
+      assert.equal(res.body.detail.error, 'not_found');
     }
     const own = admin(await adminKeyOf({ type: 'enterprise', id: org.enterpriseId }));
     assert.equal((await own.post(`/orgs/${org.orgId}/cap-mappings`, { event: 'Enterprise event', categoryName: 'Fire' })).status, 201);

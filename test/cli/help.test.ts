@@ -126,16 +126,20 @@ describe('CLI help and version', () => {
     ]);
     for (const help of [root.stdout, admin.stdout]) {
       assert.match(help, /\n {2}--url URL +admin commands: run over the admin API of this server.*EMERGENCY_API_URL/);
-      assert.match(help, /\n {2}--admin-key KEY +.*EMERGENCY_API_ADMIN_KEY/);
+      assert.match(help, /\n {2}--admin-key-file PATH +.*EMERGENCY_API_ADMIN_KEY/);
+      assert.match(help, /\n {2}--insecure +.*http:\/\/ to another machine/);
+      // The key itself is never taught on the command line, where ps shows it.
+      assert.doesNotMatch(help, /--admin-key KEY/);
       assert.match(help, /\nWhere admin commands run:\n/);
       assert.match(help, /\n {2}Database only: migrate, admin demo /);
       assert.match(help, /exit 66 when it is missing/);
     }
     assert.match(keyCreate.stdout, /\n {2}--url URL +run over the admin API of this server \(default EMERGENCY_API_URL\)\n/);
-    assert.match(keyCreate.stdout, /\n {2}--admin-key KEY +an admin key of that server \(default EMERGENCY_API_ADMIN_KEY\)\n/);
+    assert.match(keyCreate.stdout, /\n {2}--admin-key-file PATH +a file holding an admin key of that server \(default EMERGENCY_API_ADMIN_KEY\)\n/);
+    assert.doesNotMatch(keyCreate.stdout, /--admin-key KEY/);
     // Its own --url is the receiver's: the server's goes before the command words.
     assert.doesNotMatch(webhookCreate.stdout, /--url URL +run over/);
-    assert.match(webhookCreate.stdout, /"emergency-api --url URL --admin-key KEY admin webhook create \.\.\."/);
+    assert.match(webhookCreate.stdout, /"emergency-api --url URL --admin-key-file PATH admin webhook create \.\.\."/);
     assert.match(migrate.stdout, /\nWorks on the database of DATABASE_URL only/);
     assert.doesNotMatch(migrate.stdout, /--admin-key/);
   });

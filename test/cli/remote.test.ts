@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,16 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 const emptyDir = () => mkdtempSync(join(tmpdir(), 'emergency-api-cli-'));
+
+/** Where the tests keep key files: apart from the directory the commands run in, which must stay empty. */
+const keyDir = emptyDir();
+let keyFiles = 0;
+/** A file holding `text`, readable by its owner only, as an operator keeps an admin key. */
+function secretFile(text: string): string {
+  const path = join(keyDir, `admin-key-${++keyFiles}`);
+  writeFileSync(path, text, { mode: 0o600 });
+  return path;
+}
 
 describe('admin CLI over the admin API (EMERGENCY_API_URL, EMERGENCY_API_ADMIN_KEY)', () => {
   let server: TestServer;
@@ -48,6 +58,7 @@ describe('admin CLI over the admin API (EMERGENCY_API_URL, EMERGENCY_API_ADMIN_K
     await new Promise((r) => receiver.close(r));
     await server.close();
     rmSync(cwd, { recursive: true, force: true });
+    rmSync(keyDir, { recursive: true, force: true });
   });
 
   it('provisions partner, enterprise, org, category and user, and lists them', async () => {
@@ -205,7 +216,7 @@ describe('admin CLI over the admin API (EMERGENCY_API_URL, EMERGENCY_API_ADMIN_K
     assert.equal(revoked.status, 'revoked');
   });
 
-  it('mints, lists and revokes admin keys, and takes the server from --url and --admin-key', async () => {
+  it('mints, lists and revokes admin keys, and takes the server from --url and --admin-key-file', async () => {
     const created = await cli('admin', 'admin-key', 'create', '--name', 'district', '--subject', `enterprise:${ids.enterprise}`);
     assert.match(created.key, /^enk_adm_[0-9a-f]{72}$/);
     const listed = await cli('admin', 'admin-key', 'list');
@@ -215,10 +226,17 @@ describe('admin CLI over the admin API (EMERGENCY_API_URL, EMERGENCY_API_ADMIN_K
 
     // The new key through the flags, after the command words and before them; the flags win over the environment.
     const misdirected = { DATABASE_URL: undefined, EMERGENCY_API_URL: `http://127.0.0.1:${await freePort()}`, EMERGENCY_API_ADMIN_KEY: adminKey.key };
-    const [flagsAfter, flagsBefore] = await Promise.all([
-      run(['admin', 'org', 'list', '--enterprise', ids.enterprise, '--url', server.url, '--admin-key', created.key, '--json'], misdirected),
+    const keyFile = secretFile(`${created.key}\n`);
+    const [flagsAfter, flagsBefore, legacy] = await Promise.all([
+      run(['admin', 'org', 'list', '--enterprise', ids.enterprise, '--url', server.url, '--admin-key-file', keyFile, '--json'], misdirected),
+      run(['--url', server.url, '--admin-key-file', keyFile, 'admin', 'partner', 'list', '--json'], { DATABASE_URL: undefined }),
       run(['--url', server.url, '--admin-key', created.key, 'admin', 'partner', 'list', '--json'], { DATABASE_URL: undefined }),
     ]);
+    assert.equal(flagsAfter.stderr, '');
+    // The key on the command line (visible in ps) still works for old scripts, with a warning that never repeats it.
+    assert.equal(legacy.code, 0, legacy.stderr);
+    assert.match(JSON.parse(legacy.stderr).note, /^warning: --admin-key puts the admin key on the command line.*--admin-key-file PATH/);
+    assert.ok(!legacy.stderr.includes(created.key.slice(8)));
     assert.equal(flagsAfter.code, 0, flagsAfter.stderr);
     assert.deepEqual(
       flagsAfter.json.items.map((o: { orgId: string }) => o.orgId),
@@ -248,11 +266,92 @@ describe('admin CLI over the admin API (EMERGENCY_API_URL, EMERGENCY_API_ADMIN_K
     assert.match(invalid.stderr, /^error: 422 validation_error: the request was refused\n {2}body\.name: .+\n$/);
   });
 
+  it('refuses http:// to another machine unless --insecure is given', async () => {
+    // 0.0.0.0 is not a loopback address, yet a connection to it reaches this machine: the test server.
+    const elsewhere = server.url.replace('127.0.0.1', '0.0.0.0');
+    const env = { ...remoteEnv(), EMERGENCY_API_URL: elsewhere };
+    const [refused, viaFlag, insecure, tls, loopbackNames] = await Promise.all([
+      run(['admin', 'partner', 'list'], env),
+      run(['--url', 'http://203.0.113.7:8080', 'admin', 'partner', 'list'], { ...remoteEnv(), EMERGENCY_API_URL: undefined }),
+      run(['--insecure', 'admin', 'partner', 'list', '--json'], env),
+      run(['admin', 'partner', 'list'], { ...remoteEnv(), EMERGENCY_API_URL: `https://127.0.0.1:${await freePort()}` }),
+      run(['admin', 'partner', 'list', '--json'], { ...remoteEnv(), EMERGENCY_API_URL: server.url.replace('127.0.0.1', 'localhost') }),
+    ]);
+    assert.equal(refused.code, 78);
+    assert.match(
+      refused.stderr,
+      /^error: EMERGENCY_API_URL is http:\/\/ to 0\.0\.0\.0, another machine: the admin key would cross the network unencrypted\. .*--insecure/,
+    );
+    assert.equal(viaFlag.code, 78);
+    assert.match(viaFlag.stderr, /^error: --url is http:\/\/ to 203\.0\.113\.7, another machine/);
+    assert.equal(insecure.code, 0, insecure.stderr);
+    assert.ok(Array.isArray(insecure.json.items));
+    assert.match(JSON.parse(insecure.stderr).note, /^warning: --insecure: the admin key goes to http:\/\/0\.0\.0\.0:\d+ over plain HTTP/);
+    // https:// is never refused (here nothing listens: unreachable, not refused), and loopback names are this machine.
+    assert.equal(tls.code, 69, tls.stderr);
+    assert.equal(loopbackNames.code, 0, loopbackNames.stderr);
+  });
+
+  it('takes the admin key from EMERGENCY_API_ADMIN_KEY_FILE, and names an unreadable file without showing any key', async () => {
+    const keyFile = secretFile(`  ${adminKey.key}\n\n`);
+    const base = { DATABASE_URL: undefined, EMERGENCY_API_URL: server.url };
+    const [fromFile, both, missing, empty, notAdmin] = await Promise.all([
+      run(['admin', 'partner', 'list', '--json'], { ...base, EMERGENCY_API_ADMIN_KEY_FILE: keyFile }),
+      run(['admin', 'partner', 'list'], { ...base, EMERGENCY_API_ADMIN_KEY_FILE: keyFile, EMERGENCY_API_ADMIN_KEY: adminKey.key }),
+      run(['admin', 'partner', 'list'], { ...base, EMERGENCY_API_ADMIN_KEY_FILE: join(keyDir, 'absent') }),
+      run(['admin', 'partner', 'list', '--admin-key-file', secretFile('\n')], base),
+      run(['admin', 'partner', 'list'], { ...base, EMERGENCY_API_ADMIN_KEY_FILE: secretFile(`enk_live_${'ab'.repeat(36)}`) }),
+    ]);
+    assert.equal(fromFile.code, 0, fromFile.stderr);
+    assert.equal(fromFile.stderr, '');
+    assert.ok(fromFile.json.items.some((p: { partnerId: string }) => p.partnerId === ids.partner));
+    assert.equal(both.code, 78);
+    assert.match(both.stderr, /EMERGENCY_API_ADMIN_KEY and EMERGENCY_API_ADMIN_KEY_FILE are both set/);
+    assert.equal(missing.code, 78);
+    assert.match(missing.stderr, /^error: EMERGENCY_API_ADMIN_KEY_FILE names .*absent, which cannot be read \(no such file\)/);
+    assert.equal(empty.code, 78);
+    assert.match(empty.stderr, /^error: --admin-key-file names .*, which is empty/);
+    assert.equal(notAdmin.code, 78);
+    assert.match(notAdmin.stderr, /EMERGENCY_API_ADMIN_KEY_FILE must be an admin key \(enk_adm_\.\.\.\), not an API key/);
+    for (const res of [fromFile, both, missing, empty, notAdmin])
+      assert.ok(!res.stderr.includes(adminKey.key.slice(8)) && !res.stderr.includes('ab'.repeat(36)));
+  });
+
+  it('never echoes a key given in the wrong place: as --url, as a command word, or inside a URL', async () => {
+    const secret = adminKey.key.slice(8);
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const results = await Promise.all([
+      run(['admin', 'partner', 'list', '--url', adminKey.key], { DATABASE_URL: undefined, EMERGENCY_API_ADMIN_KEY: adminKey.key }),
+      run(['--url', adminKey.key, 'admin', 'partner', 'list', '--json'], { DATABASE_URL: undefined, EMERGENCY_API_ADMIN_KEY: adminKey.key }),
+      run(['admin', 'partner', 'list'], { ...remoteEnv(), EMERGENCY_API_URL: adminKey.key }),
+      run(['admin', adminKey.key], remoteEnv()),
+      run(['admin', 'partner', 'list', adminKey.key, '--json'], remoteEnv()),
+      run(['admin', 'partner', 'list', '--url', `${closed}/${adminKey.key}`], remoteEnv()),
+      run(['admin', 'partner', 'list', '--url', 'not a url'], { DATABASE_URL: undefined, EMERGENCY_API_ADMIN_KEY: `enk_adm_${'c'.repeat(72)}` }),
+    ]);
+    const [asUrl, asUrlJson, asUrlEnv, asCommand, asPositional, inUrl, badUrl] = results;
+    assert.equal(asUrl.code, 78);
+    assert.match(asUrl.stderr, /^error: --url holds a key, not a URL \(not shown\): give the server's base URL there/);
+    assert.equal(asUrlJson.code, 78);
+    assert.match(JSON.parse(asUrlJson.stderr).error, /^--url holds a key, not a URL/);
+    assert.match(asUrlEnv.stderr, /^error: EMERGENCY_API_URL holds a key, not a URL/);
+    assert.equal(asCommand.code, 2);
+    assert.match(asCommand.stderr, /unknown command "admin enk_adm_\.\.\."/);
+    assert.equal(asPositional.code, 2);
+    assert.equal(inUrl.code, 78);
+    assert.match(inUrl.stderr, /^error: --url holds a key, not a URL/);
+    assert.equal(badUrl.code, 78);
+    for (const res of results) {
+      assert.ok(!res.stderr.includes(secret) && !res.stdout.includes(secret), res.stderr);
+      assert.ok(!res.stderr.includes('c'.repeat(72)));
+    }
+  });
+
   it('names the server setting when the server cannot be reached or the key is refused', async () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const [unreachable, viaFlag, refused] = await Promise.all([
       run(['admin', 'partner', 'list'], { DATABASE_URL: undefined, EMERGENCY_API_URL: closed, EMERGENCY_API_ADMIN_KEY: adminKey.key }),
-      run(['admin', 'partner', 'list', '--url', closed, '--admin-key', adminKey.key], { DATABASE_URL: undefined }),
+      run(['admin', 'partner', 'list', '--url', closed, '--admin-key-file', secretFile(adminKey.key)], { DATABASE_URL: undefined }),
       run(['admin', 'partner', 'list'], { ...remoteEnv(), EMERGENCY_API_ADMIN_KEY: `enk_adm_${'0'.repeat(72)}` }),
     ]);
     assert.equal(unreachable.code, 69);
@@ -360,5 +459,26 @@ describe('admin CLI on the database (no EMERGENCY_API_URL)', () => {
     } finally {
       rmSync(fresh, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the admin key is never shown on a command line', () => {
+  it('no page of the README or docs/ teaches --admin-key KEY, which every user of the machine sees in ps', () => {
+    const root = join(import.meta.dirname, '..', '..');
+    const pages = [
+      'README.md',
+      'CONTRIBUTING.md',
+      ...readdirSync(join(root, 'docs'))
+        .filter((f) => f.endsWith('.md'))
+        .map((f) => `docs/${f}`),
+    ];
+    const offences = pages.flatMap((page) =>
+      readFileSync(join(root, page), 'utf8')
+        .split('\n')
+        .map((line, i) => ({ line, at: `${page}:${i + 1}` }))
+        .filter(({ line }) => /--admin-key(?![-\w])/.test(line))
+        .map(({ at }) => at),
+    );
+    assert.deepEqual(offences, []);
   });
 });

@@ -191,7 +191,8 @@ describe('event stream limits', () => {
   };
 
   before(async () => {
-    server = await startTestServer({ MAX_STREAMS: '25' }, { dispatcher: false });
+    // One org fills the instance here: its share of the instance (test/fairness/connection-quotas.test.ts) is not what is tested.
+    server = await startTestServer({ MAX_STREAMS: '25', TENANT_CONNECTION_SHARE: '1' }, { dispatcher: false });
     org = await createOrgTree(server.ctx);
   });
   after(async () => {
@@ -343,7 +344,20 @@ describe('replays from the start and 2,000 stream attempts against one process',
     await ctx.db.close();
     const port = await freePort();
     child = spawn(process.execPath, [resolve(import.meta.dirname, '../../bin/emergency-api.js'), 'serve'], {
-      env: { ...process.env, DATABASE_URL: database.url, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY: '100000', MAX_STREAMS: '1000' },
+      // One org fills the instance from one address: its quotas, its share of the instance and the per-address cap are lifted.
+      env: {
+        ...process.env,
+        DATABASE_URL: database.url,
+        PORT: String(port),
+        LOG_LEVEL: 'warn',
+        RATE_LIMIT_PER_KEY: '100000',
+        MAX_STREAMS: '1000',
+        STREAMS_PER_ORG: '1000',
+        STREAMS_PER_PARTNER: '1000',
+        TENANT_CONNECTION_SHARE: '1',
+        // 2,000 streams are attempted at once from this one address, which the slow-client cap would otherwise cut.
+        UNAUTHENTICATED_CONNECTIONS_PER_ADDRESS: '10000',
+      },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     const url = `http://127.0.0.1:${port}`;

@@ -66,13 +66,23 @@ describe('bounded answers: lists of large items', () => {
     }
     for (let i = 0; i < 30; i++) {
       const allowedOrgIds = Array.from({ length: 1000 }, () => randomUUID());
-      await createApiKey(server.ctx, operator, { name: `wide ${i}`, subjectType: 'org', subjectId: org.orgId, permissions: ['read'], allowedOrgIds });
+      const created = await createApiKey(server.ctx, operator, {
+        name: `wide ${i}`,
+        subjectType: 'org',
+        subjectId: org.orgId,
+        permissions: ['read'],
+        allowedOrgIds: [org.orgId],
+      });
       const sub = await createSubscription(server.ctx, operator, {
         subjectType: 'org',
         subjectId: org.orgId,
         url: `https://hooks.example.com/${'a'.repeat(2000)}`,
-        allowedOrgIds,
+        allowedOrgIds: [org.orgId],
       });
+      // The longest lists a database may hold: written before allowedOrgIds had to lie within the subject.
+      const stored = JSON.stringify(allowedOrgIds);
+      await server.ctx.db.db.updateTable('api_keys').set({ allowed_org_ids: stored }).where('id', '=', created.id).execute();
+      await server.ctx.db.db.updateTable('webhook_subscriptions').set({ allowed_org_ids: stored }).where('id', '=', sub.id).execute();
       webhookId = sub.id;
     }
   });

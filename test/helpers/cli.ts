@@ -15,7 +15,14 @@ export interface CliResult {
  * and EMERGENCY_API_ADMIN_KEY, unset unless given). A variable given as undefined is unset; `cwd` is where it runs.
  */
 export function runCli(args: string[], env: Record<string, string | undefined>, options: { cwd?: string } = {}): Promise<CliResult> {
-  const childEnv = { ...process.env, LOG_LEVEL: 'silent', EMERGENCY_API_URL: undefined, EMERGENCY_API_ADMIN_KEY: undefined, ...env };
+  const childEnv = {
+    ...process.env,
+    LOG_LEVEL: 'silent',
+    EMERGENCY_API_URL: undefined,
+    EMERGENCY_API_ADMIN_KEY: undefined,
+    EMERGENCY_API_ADMIN_KEY_FILE: undefined,
+    ...env,
+  };
   return new Promise((done) => {
     execFile(process.execPath, [BIN, ...args], { env: childEnv, cwd: options.cwd, timeout: 60_000 }, (error, stdout, stderr) => {
       let json: unknown = null;

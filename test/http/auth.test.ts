@@ -160,8 +160,19 @@ describe('authentication and tenancy', () => {
       const res = await api.get(`/orgs/${a.orgId}/emergencies`);
       assert.equal(res.status, 403);
       assert.equal(res.body.detail.error, 'org_not_covered');
-      const outsideTree = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: a.orgId, allowedOrgIds: [b.orgId] })).key);
-      assert.equal((await outsideTree.get(`/orgs/${b.orgId}/emergencies`)).status, 403, 'allowedOrgIds never widens the subject');
+      // allowedOrgIds never widens the subject: such a key cannot even be minted (extensions §13).
+      await assert.rejects(
+        mintKey(server.ctx, { subjectType: 'org', subjectId: a.orgId, allowedOrgIds: [b.orgId] }),
+        /allowedOrgIds\.0: is not an organization/,
+      );
+      // Nor does a list stored before that rule.
+      const legacy = await mintKey(server.ctx, { subjectType: 'org', subjectId: a.orgId, allowedOrgIds: [a.orgId] });
+      await server.ctx.db.db
+        .updateTable('api_keys')
+        .set({ allowed_org_ids: JSON.stringify([b.orgId]) })
+        .where('id', '=', legacy.id)
+        .execute();
+      assert.equal((await client(server.base, legacy.key).get(`/orgs/${b.orgId}/emergencies`)).status, 403, 'allowedOrgIds never widens the subject');
     });
 
     it('refuses operations needing a permission the key lacks with permission_denied', async () => {

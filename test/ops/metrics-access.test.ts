@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { deviceAckLags, unacknowledgedDevices } from '../../src/domain/devices/receipt-gauges.js';
 import { createDevice } from '../../src/domain/devices/service.js';
 import { declareEmergency } from '../../src/domain/emergencies/service.js';
 import { createOrg } from '../../src/domain/orgs/service.js';
+import { runCli } from '../helpers/cli.js';
 import { createOrgTree, mintKey, scrapeMetrics, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** extensions §9: /metrics is never served to anonymous clients on the API's port, and its label sets are bounded. */
@@ -75,6 +79,39 @@ describe('/metrics access', () => {
     assert.equal(anonymous.status, 401);
     assert.equal(anonymous.json().detail.error, 'unauthenticated');
     assert.equal((await get(`${server.metricsUrl}/metrics`, `Bearer ${TOKEN}`)).status, 200);
+  });
+});
+
+describe('metrics listeners other machines can reach (extensions §13)', () => {
+  const servers: TestServer[] = [];
+  after(() => Promise.all(servers.map((s) => s.close())));
+
+  it('refuse to start without METRICS_TOKEN when METRICS_HOST is not loopback, naming the setting (exit 78), for one process or several', async () => {
+    const cwd = mkdtempSync(join(tmpdir(), 'emergency-api-metrics-'));
+    try {
+      const env = { METRICS_PORT: '0', METRICS_HOST: '0.0.0.0', METRICS_TOKEN: undefined, DATABASE_URL: undefined };
+      const [one, several] = await Promise.all([runCli(['serve'], env, { cwd }), runCli(['serve', '--processes', '2'], env, { cwd })]);
+      for (const run of [one, several]) {
+        assert.equal(run.code, 78, run.stderr);
+        assert.match(run.stderr, /^error: Invalid configuration:\n {2}METRICS_TOKEN: required when METRICS_HOST \(0\.0\.0\.0\) is not a loopback address/);
+      }
+      assert.deepEqual(readdirSync(cwd), [], 'nothing opened');
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  it('on a non-loopback METRICS_HOST answer the token only; a loopback name needs none', async () => {
+    const open = await startTestServer({ METRICS_TOKEN: TOKEN, METRICS_PORT: '0', METRICS_HOST: '0.0.0.0' }, { dispatcher: false });
+    servers.push(open);
+    const listener = open.metricsUrl!.replace('0.0.0.0', '127.0.0.1');
+    const anonymous = await get(`${listener}/metrics`);
+    assert.equal(anonymous.status, 401);
+    assert.ok(!anonymous.text.includes('org_id'));
+    assert.equal((await get(`${listener}/metrics`, `Bearer ${TOKEN}`)).status, 200);
+    const local = await startTestServer({ METRICS_TOKEN: '', METRICS_PORT: '0', METRICS_HOST: 'localhost' }, { dispatcher: false });
+    servers.push(local);
+    assert.equal((await get(`${local.metricsUrl}/metrics`)).status, 200);
   });
 });
 

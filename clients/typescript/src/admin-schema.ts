@@ -120,6 +120,54 @@ export interface paths {
     patch: operations['updateOrganization'];
     trace?: never;
   };
+  '/orgs/{org_id}/connection-quotas': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The device sockets and event streams an organization may hold on one instance.
+     * @description Quotas count per instance, like STREAMS_PER_KEY: each instance of a fleet lets the tenant hold this many. Beyond its quota a device upgrade is a 429 `too_many_devices` and a stream a 429 `too_many_streams`, with Retry-After. Whatever its quota, one organization or partner holds at most TENANT_CONNECTION_SHARE of an instance's connections (then 503), so the rest stays free for the others.
+     */
+    get: operations['getOrganizationConnectionQuotas'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Set an organization's device and stream quotas (admin keys of its partner or of the instance; null: the default).
+     * @description Quotas count per instance, like STREAMS_PER_KEY: each instance of a fleet lets the tenant hold this many. Beyond its quota a device upgrade is a 429 `too_many_devices` and a stream a 429 `too_many_streams`, with Retry-After. Whatever its quota, one organization or partner holds at most TENANT_CONNECTION_SHARE of an instance's connections (then 503), so the rest stays free for the others. In force at once on the instance that answers, within 5 s on the others.
+     */
+    patch: operations['updateOrganizationConnectionQuotas'];
+    trace?: never;
+  };
+  '/partners/{partner_id}/connection-quotas': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The device sockets and event streams all of a partner's organizations together may hold on one instance.
+     * @description Quotas count per instance, like STREAMS_PER_KEY: each instance of a fleet lets the tenant hold this many. Beyond its quota a device upgrade is a 429 `too_many_devices` and a stream a 429 `too_many_streams`, with Retry-After. Whatever its quota, one organization or partner holds at most TENANT_CONNECTION_SHARE of an instance's connections (then 503), so the rest stays free for the others.
+     */
+    get: operations['getPartnerConnectionQuotas'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Set a partner's device and stream quotas over all its organizations (instance admin keys only; null: the default).
+     * @description Quotas count per instance, like STREAMS_PER_KEY: each instance of a fleet lets the tenant hold this many. Beyond its quota a device upgrade is a 429 `too_many_devices` and a stream a 429 `too_many_streams`, with Retry-After. Whatever its quota, one organization or partner holds at most TENANT_CONNECTION_SHARE of an instance's connections (then 503), so the rest stays free for the others. In force at once on the instance that answers, within 5 s on the others.
+     */
+    patch: operations['updatePartnerConnectionQuotas'];
+    trace?: never;
+  };
   '/orgs/{org_id}/categories': {
     parameters: {
       query?: never;
@@ -672,6 +720,7 @@ export interface components {
           | 'validation_error'
           | 'rate_limited'
           | 'too_many_streams'
+          | 'too_many_devices'
           | 'headers_too_large'
           | 'internal'
           | 'unavailable';
@@ -847,6 +896,54 @@ export interface components {
        * @example null
        */
       ackDeadlineSeconds: number | null;
+    };
+    OrgConnectionQuotas: {
+      /** Format: uuid */
+      orgId: string;
+      /**
+       * @description Device sockets of the organization held at once on one instance: the quota in force.
+       * @example 200
+       */
+      devices: number;
+      /**
+       * @description Event streams of the organization held at once on one instance: the quota in force.
+       * @example 200
+       */
+      streams: number;
+      /**
+       * @description The quota set by an admin; null: the instance's default (DEVICES_PER_ORG).
+       * @example null
+       */
+      devicesOverride: number | null;
+      /**
+       * @description The quota set by an admin; null: the instance's default (STREAMS_PER_ORG).
+       * @example null
+       */
+      streamsOverride: number | null;
+    };
+    PartnerConnectionQuotas: {
+      /** Format: uuid */
+      partnerId: string;
+      /**
+       * @description Device sockets of all the partner's organizations together held at once on one instance: the quota in force.
+       * @example 200
+       */
+      devices: number;
+      /**
+       * @description Event streams of all the partner's organizations together held at once on one instance: the quota in force.
+       * @example 200
+       */
+      streams: number;
+      /**
+       * @description The quota set by an admin; null: the instance's default (DEVICES_PER_PARTNER).
+       * @example null
+       */
+      devicesOverride: number | null;
+      /**
+       * @description The quota set by an admin; null: the instance's default (STREAMS_PER_PARTNER).
+       * @example null
+       */
+      streamsOverride: number | null;
     };
     DeviceStatus: {
       /** Format: uuid */
@@ -1149,7 +1246,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1163,7 +1260,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
@@ -1343,7 +1440,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1357,7 +1454,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
@@ -1566,7 +1663,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1580,14 +1677,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such partner. */
+      /** @description not_found: no such partner (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1601,7 +1698,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such partner."
+           *         "message": "no such partner (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -1784,7 +1881,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1798,14 +1895,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such partner. */
+      /** @description not_found: no such partner (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1819,7 +1916,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such partner."
+           *         "message": "no such partner (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -2029,7 +2126,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2043,14 +2140,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such enterprise. */
+      /** @description not_found: no such enterprise (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2064,7 +2161,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such enterprise."
+           *         "message": "no such enterprise (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -2248,7 +2345,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2262,14 +2359,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such enterprise. */
+      /** @description not_found: no such enterprise (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2283,7 +2380,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such enterprise."
+           *         "message": "no such enterprise (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -2478,7 +2575,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2492,14 +2589,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization. */
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2513,7 +2610,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization."
+           *         "message": "no such organization (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -2702,7 +2799,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2716,14 +2813,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization. */
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2737,7 +2834,911 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization."
+           *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds the size limit. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds the size limit."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  getOrganizationConnectionQuotas: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "devices": 200,
+           *       "streams": 200,
+           *       "devicesOverride": null,
+           *       "streamsOverride": null
+           *     }
+           */
+          'application/json': components['schemas']['OrgConnectionQuotas'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  updateOrganizationConnectionQuotas: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Device sockets (base stations) held at once on one instance; null: the default. */
+          devices?: number | null;
+          /** @description Event streams (GET /orgs/{org_id}/stream) held at once on one instance; null: the default. */
+          streams?: number | null;
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "devices": 200,
+           *       "streams": 200,
+           *       "devicesOverride": null,
+           *       "streamsOverride": null
+           *     }
+           */
+          'application/json': components['schemas']['OrgConnectionQuotas'];
+        };
+      };
+      /** @description bad_request: the URL or the JSON body is malformed. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the URL or the JSON body is malformed."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds the size limit. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds the size limit."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  getPartnerConnectionQuotas: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        partner_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "partnerId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "devices": 200,
+           *       "streams": 200,
+           *       "devicesOverride": null,
+           *       "streamsOverride": null
+           *     }
+           */
+          'application/json': components['schemas']['PartnerConnectionQuotas'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such partner (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such partner (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  updatePartnerConnectionQuotas: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        partner_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description Device sockets (base stations) held at once on one instance; null: the default. */
+          devices?: number | null;
+          /** @description Event streams (GET /orgs/{org_id}/stream) held at once on one instance; null: the default. */
+          streams?: number | null;
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "partnerId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "devices": 200,
+           *       "streams": 200,
+           *       "devicesOverride": null,
+           *       "streamsOverride": null
+           *     }
+           */
+          'application/json': components['schemas']['PartnerConnectionQuotas'];
+        };
+      };
+      /** @description bad_request: the URL or the JSON body is malformed. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the URL or the JSON body is malformed."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such partner (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such partner (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -2975,7 +3976,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2989,14 +3990,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization. */
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3010,7 +4011,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization."
+           *         "message": "no such organization (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -3271,7 +4272,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3285,14 +4286,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization or category. */
+      /** @description not_found: no such organization or category (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3306,7 +4307,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization or category."
+           *         "message": "no such organization or category (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -3529,7 +4530,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3543,14 +4544,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization. */
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3564,7 +4565,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization."
+           *         "message": "no such organization (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -3773,7 +4774,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3787,14 +4788,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization. */
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3808,7 +4809,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization."
+           *         "message": "no such organization (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -4028,7 +5029,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4042,14 +5043,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization or mapping. */
+      /** @description not_found: no such organization or mapping (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4063,7 +5064,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization or mapping."
+           *         "message": "no such organization or mapping (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -4278,7 +5279,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4292,14 +5293,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization. */
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4313,7 +5314,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization."
+           *         "message": "no such organization (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -4584,7 +5585,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4598,14 +5599,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization or user. */
+      /** @description not_found: no such organization or user (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4619,7 +5620,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization or user."
+           *         "message": "no such organization or user (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -4862,7 +5863,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4876,7 +5877,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
@@ -5080,7 +6081,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5094,14 +6095,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such subject. */
+      /** @description not_found: no such subject (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5115,7 +6116,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such subject."
+           *         "message": "no such subject (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -5323,7 +6324,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5337,14 +6338,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5358,7 +6359,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -5556,7 +6557,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5570,14 +6571,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5591,7 +6592,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -5825,7 +6826,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5839,14 +6840,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5860,7 +6861,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -6030,7 +7031,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6044,7 +7045,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
@@ -6242,7 +7243,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6256,14 +7257,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such partner or enterprise. */
+      /** @description not_found: no such partner or enterprise (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6277,7 +7278,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such partner or enterprise."
+           *         "message": "no such partner or enterprise (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -6480,7 +7481,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6494,14 +7495,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6515,7 +7516,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -6693,7 +7694,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6707,7 +7708,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
@@ -6912,7 +7913,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6926,14 +7927,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such subject. */
+      /** @description not_found: no such subject (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6947,7 +7948,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such subject."
+           *         "message": "no such subject (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -7154,7 +8155,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7168,14 +8169,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7189,7 +8190,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -7344,7 +8345,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7358,14 +8359,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7379,7 +8380,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -7579,7 +8580,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7593,14 +8594,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7614,7 +8615,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -7825,7 +8826,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7839,14 +8840,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7860,7 +8861,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -8029,7 +9030,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8043,14 +9044,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8064,7 +9065,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -8229,7 +9230,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8243,14 +9244,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8264,7 +9265,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -8427,7 +9428,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8441,14 +9442,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8462,7 +9463,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -8653,7 +9654,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8667,14 +9668,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8688,7 +9689,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -8926,7 +9927,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8940,14 +9941,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8961,7 +9962,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -9133,7 +10134,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9147,14 +10148,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization. */
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9168,7 +10169,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization."
+           *         "message": "no such organization (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -9364,7 +10365,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9378,14 +10379,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found: no such organization. */
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9399,7 +10400,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "no such organization."
+           *         "message": "no such organization (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -9600,7 +10601,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9614,14 +10615,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9635,7 +10636,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -9794,7 +10795,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9808,14 +10809,14 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description not_found */
+      /** @description not_found (or outside the admin key’s subject). */
       404: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9829,7 +10830,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "not_found",
-           *         "message": "not_found"
+           *         "message": "not_found (or outside the admin key’s subject)."
            *       }
            *     }
            */
@@ -10020,7 +11021,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description subject_not_covered: the resource lies outside the admin key’s subject. */
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
       403: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -10034,7 +11035,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "subject_not_covered",
-           *         "message": "the resource lies outside the admin key’s subject."
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
            *       }
            *     }
            */

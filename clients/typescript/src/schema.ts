@@ -103,7 +103,7 @@ export interface paths {
     put?: never;
     /**
      * Resolve an emergency (permission: write). Emits emergency.resolved.
-     * @description Returns the resolved Emergency: 201 the first time, 200 with the existing resolution on every later call (no event).
+     * @description Returns the resolved Emergency: 201 the first time, 200 with the existing resolution on every later call (no event). A later call shows a record the caller did not write, so it takes the read permission too: 403 permission_denied without it.
      */
     post: operations['resolveEmergency'];
     delete?: never;
@@ -263,7 +263,7 @@ export interface paths {
      * The organization's events as they commit, as Server-Sent Events (permission: read).
      * @description For browsers and other watchers: authenticate with the Authorization header (e.g. fetch() reading the body as a stream; EventSource cannot send it), so no key sits in a URL. Each event is `id: <offset>`, `event: <eventType>`, `data: <the envelope>`; a `: keep-alive` comment comes every 15 s. Without `after` (or Last-Event-ID) the stream starts with the next event; reconnect with `after=<last id>` to get what was missed, in order, with no gap and no duplicate.
      *
-     *     A stream lives under the rules of its key: it ends (the body ends) within 2 s of the key being revoked, expiring or no longer covering the organization. A key holds at most `STREAMS_PER_KEY` streams at once per instance (default 20; the next is a 429 `too_many_streams`), and an instance at most `MAX_STREAMS` (the next is a 503 `unavailable`); both carry Retry-After. A client that does not read is disconnected once more than 1 MiB is queued for it, or once queued data has not moved for 30 s; it resumes with `after=<last id>` and loses nothing.
+     *     A stream lives under the rules of its key: it ends (the body ends) within 2 s of the key being revoked, expiring or no longer covering the organization. A key holds at most `STREAMS_PER_KEY` streams at once per instance (default 20; the next is a 429 `too_many_streams`), an organization at most `STREAMS_PER_ORG` and a partner `STREAMS_PER_PARTNER` per instance unless an admin set their own quotas (429 `too_many_streams`), and an instance at most `MAX_STREAMS` (the next is a 503 `unavailable`; also when the organization or its partner holds its share of the instance, `TENANT_CONNECTION_SHARE`); all carry Retry-After. A client that does not read is disconnected once more than 1 MiB is queued for it, or once queued data has not moved for 30 s; it resumes with `after=<last id>` and loses nothing.
      */
     get: operations['streamEvents'];
     put?: never;
@@ -656,6 +656,7 @@ export interface components {
           | 'validation_error'
           | 'rate_limited'
           | 'too_many_streams'
+          | 'too_many_devices'
           | 'headers_too_large'
           | 'internal'
           | 'unavailable';
@@ -4333,7 +4334,7 @@ export interface operations {
           'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
         };
       };
-      /** @description too_many_streams: this key already holds STREAMS_PER_KEY streams on this instance; close one before opening another. Also rate_limited when the per-key rate limit is exceeded. Both carry Retry-After. */
+      /** @description too_many_streams: this key already holds STREAMS_PER_KEY streams on this instance, or the organization or its partner its stream quota (STREAMS_PER_ORG, STREAMS_PER_PARTNER or its own); close one before opening another. Also rate_limited when the per-key rate limit is exceeded. Both carry Retry-After. */
       429: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4348,7 +4349,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "too_many_streams",
-           *         "message": "this key already holds STREAMS_PER_KEY streams on this instance; close one before opening another"
+           *         "message": "this key already holds STREAMS_PER_KEY streams on this instance, or the organization or its partner its stream quota (STREAMS_PER_ORG, STREAMS_PER_PARTNER or its own); close one before opening another"
            *       }
            *     }
            */
@@ -4376,7 +4377,7 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
-      /** @description unavailable: this instance holds as many streams as it can (MAX_STREAMS, or its open-file limit); retry after the seconds of Retry-After. Also when the database is unavailable or the server is shutting down. */
+      /** @description unavailable: this instance holds as many streams as it can (MAX_STREAMS, or its open-file limit), or as many of this organization's or its partner's as one tenant may (TENANT_CONNECTION_SHARE); retry after the seconds of Retry-After. Also when the database is unavailable or the server is shutting down. */
       503: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4391,7 +4392,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "unavailable",
-           *         "message": "this instance holds as many streams as it can (MAX_STREAMS, or its open-file limit); retry after the seconds of Retry-After"
+           *         "message": "this instance holds as many streams as it can (MAX_STREAMS, or its open-file limit), or as many of this organization's or its partner's as one tenant may (TENANT_CONNECTION_SHARE); retry after the seconds of Retry-After"
            *       }
            *     }
            */

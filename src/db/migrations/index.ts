@@ -12,6 +12,8 @@ import * as eventFeed from './0011_event_feed.js';
 import * as adminKeys from './0012_admin_keys.js';
 import * as ackDeadlines from './0013_ack_deadlines.js';
 import * as capMappings from './0014_cap_mappings.js';
+import * as ackWatch from './0016_ack_watch.js';
+import * as connectionQuotas from './0015_connection_quotas.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +30,6 @@ export const migrations: Record<string, Migration> = {
   '0012_admin_keys': adminKeys,
   '0013_ack_deadlines': ackDeadlines,
   '0014_cap_mappings': capMappings,
+  '0015_connection_quotas': connectionQuotas,
+  '0016_ack_watch': ackWatch,
 };

@@ -6,6 +6,8 @@ export interface Place {
   partnerId: string;
   enterpriseId?: string;
   orgId?: string;
+  /** The 404 message of the id this place was looked up by (`No organization ...`), as that id was given. */
+  unknown?: string;
 }
 
 /** The subject an operation is administered under: the operator at the CLI administers the whole instance. */
@@ -23,11 +25,13 @@ export function subjectReaches(subject: AdminSubject, place: Place): boolean {
   return place.enterpriseId === subject.id;
 }
 
-/** The single gate of the admin operations: 403 subject_not_covered outside the caller's subject. */
-export function requireReach(caller: Caller, place: Place): void {
-  if (!subjectReaches(adminSubjectOf(caller), place)) {
-    throw new AppError('subject_not_covered', 'This admin key does not cover the requested resource.');
-  }
+/**
+ * The single gate of the admin operations. Outside the caller's subject the answer is the 404 an unknown id gets
+ * (`unknown`: that very message; by default the place's own), so that a key cannot tell another tenant's ids from
+ * ids that name nothing. A resource found by its own id (a webhook, a key, a device) passes its own message.
+ */
+export function requireReach(caller: Caller, place: Place, unknown = place.unknown ?? 'No such resource.'): void {
+  if (!subjectReaches(adminSubjectOf(caller), place)) throw new AppError('not_found', unknown);
 }
 
 /** Only keys of the whole instance may do this (e.g. create partners). */

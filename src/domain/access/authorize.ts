@@ -29,6 +29,17 @@ export function authorizeCached(caller: Caller, orgId: string, permission: Permi
   return org && admit(caller.principal, org, orgId, permission);
 }
 
+/**
+ * A permission beyond the operation's own, for part of its answer: e.g. a write-only key resolving an emergency that
+ * was resolved before may not read the record it would be answered with. `why` ends the message ("to ...").
+ */
+export function requirePermission(caller: Caller, permission: Permission, why: string): void {
+  const p = caller.principal;
+  if (p.kind === 'api_key' && !p.permissions.has(permission)) {
+    throw new AppError('permission_denied', `This API key lacks the "${permission}" permission required ${why}.`);
+  }
+}
+
 function admit(principal: Principal, org: OrgScope | null, orgId: string, permission: Permission): OrgScope {
   if (principal.kind === 'operator') {
     if (!org) throw new AppError('org_not_covered', `Organization ${orgId} does not exist.`);

@@ -117,9 +117,9 @@ export async function revokeAdminKey(ctx: AppContext, caller: Caller, id: string
       if (!row) throw new AppError('not_found', `No admin key ${id}.`);
       const subject = subjectOf(row);
       if (subject.type === 'instance') {
-        if (adminSubjectOf(caller).type !== 'instance') throw new AppError('subject_not_covered', 'This admin key does not cover the requested resource.');
+        if (adminSubjectOf(caller).type !== 'instance') throw new AppError('not_found', `No admin key ${id}.`);
       } else {
-        requireReach(caller, await placeOfSubject(tx.db, subject.type, subject.id));
+        requireReach(caller, await placeOfSubject(tx.db, subject.type, subject.id), `No admin key ${id}.`);
       }
       if (row.status === 'active') {
         await tx.db.updateTable('admin_keys').set({ status: 'inactive', revoked_at: nowIso() }).where('id', '=', row.id).execute();

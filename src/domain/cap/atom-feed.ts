@@ -4,10 +4,13 @@ import { appendAlert, literal, type OutgoingAlert, XML_OPTIONS } from './write-a
 
 export const ATOM_NAMESPACE = 'http://www.w3.org/2005/Atom';
 
-/** Where the feed and each emergency's CAP document are served (URL references, resolved against the feed's URL). */
+/**
+ * Where the feed and each emergency's CAP document are served (URL references, resolved against the feed's URL): the alert of
+ * an emergency is at `<emergencies>/<emergencyId>/cap`. Plain text, so the feed can be built on a worker thread.
+ */
 export interface CapLinks {
   feed: string;
-  alert(emergencyId: string): string;
+  emergencies: string;
 }
 
 export interface FeedEntry {
@@ -38,7 +41,7 @@ export function atomFeed(org: { id: string; name: string }, entries: FeedEntry[]
     entry.ele('title').txt(literal(alert.info.headline));
     entry.ele('updated').txt(updated);
     entry.ele('published').txt(emergency.createdAt);
-    entry.ele('link', { rel: 'alternate', type: 'application/cap+xml', href: literal(links.alert(emergency.emergencyId)) });
+    entry.ele('link', { rel: 'alternate', type: 'application/cap+xml', href: literal(`${links.emergencies}/${emergency.emergencyId}/cap`) });
     entry.ele('category', { term: alert.info.category, label: literal(emergency.category.name) });
     if (emergency.description !== null) entry.ele('summary').txt(literal(emergency.description));
     appendAlert(entry.ele('content', { type: 'application/cap+xml' }), alert);

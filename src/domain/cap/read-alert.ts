@@ -1,5 +1,6 @@
 import type { XmlElement, XmlNode } from 'libxml2-wasm';
 import { fieldError, FieldValidationError } from '../../errors.js';
+import { offloadTask } from '../../offload/pool.js';
 import { CAP_NAMESPACE, capReader } from './cap-schema.js';
 import { screenXml } from './xml-screen.js';
 
@@ -58,6 +59,9 @@ export async function readCapAlert(text: string): Promise<IncomingAlert> {
     doc.dispose();
   }
 }
+
+/** readCapAlert on a worker thread (libxml2 and the schema loaded once per thread). */
+export const readCapAlertTask = offloadTask(import.meta.url, readCapAlert);
 
 function alertOf(root: XmlElement): IncomingAlert {
   const identifier = token(root, 'identifier');

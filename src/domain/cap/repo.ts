@@ -32,8 +32,13 @@ export async function emergencyForCap(db: Kysely<Database>, orgId: string, emerg
   return row && row.record !== null ? { ...row, record: row.record, sequence: Number(row.sequence) } : undefined;
 }
 
+/** An emergency of the feed: a resolved one leaves it a day after `resolved_at`. */
+export interface FeedRow extends EmergencyForCap {
+  resolved_at: string | null;
+}
+
 /** The open emergencies and those resolved since `resolvedSince`, at most `limit` of each, newest occurredAt first. */
-export async function emergenciesForFeed(db: Kysely<Database>, orgId: string, resolvedSince: string, limit: number): Promise<EmergencyForCap[]> {
+export async function emergenciesForFeed(db: Kysely<Database>, orgId: string, resolvedSince: string, limit: number): Promise<FeedRow[]> {
   const open = await db
     .selectFrom('emergencies')
     .select(['id', 'record', 'sequence', 'updated_at', 'occurred_at'])
@@ -46,7 +51,7 @@ export async function emergenciesForFeed(db: Kysely<Database>, orgId: string, re
   const resolved = await db
     .selectFrom('emergency_resolutions as r')
     .innerJoin('emergencies as e', 'e.id', 'r.emergency_id')
-    .select(['e.id', 'e.record', 'e.sequence', 'e.updated_at', 'e.occurred_at'])
+    .select(['e.id', 'e.record', 'e.sequence', 'e.updated_at', 'e.occurred_at', 'r.created_at as resolved_at'])
     .where('r.org_id', '=', orgId)
     .where('e.org_id', '=', orgId)
     .where('r.created_at', '>=', resolvedSince)
@@ -54,11 +59,11 @@ export async function emergenciesForFeed(db: Kysely<Database>, orgId: string, re
     .orderBy('e.id', 'desc')
     .limit(limit)
     .execute();
-  return [...open, ...resolved]
+  return [...open.map((r) => ({ ...r, resolved_at: null })), ...resolved]
     .filter((r) => r.record !== null)
     .sort((a, b) => (a.occurred_at === b.occurred_at ? (a.id < b.id ? 1 : -1) : a.occurred_at < b.occurred_at ? 1 : -1))
     .slice(0, limit)
-    .map((r) => ({ id: r.id, record: r.record!, sequence: Number(r.sequence), updated_at: r.updated_at }));
+    .map((r) => ({ id: r.id, record: r.record!, sequence: Number(r.sequence), updated_at: r.updated_at, resolved_at: r.resolved_at }));
 }
 
 /**
@@ -81,6 +86,12 @@ export async function transitionsOf(db: Kysely<Database>, orgId: string, emergen
   }
   for (const [id, list] of out) if (list.length > MAX_TRANSITIONS) out.set(id, list.slice(-MAX_TRANSITIONS));
   return out;
+}
+
+/** What a cached feed of the org depends on besides the clock: its name, and its stream's head (every change of an emergency is an event). */
+export async function feedStamp(db: Kysely<Database>, orgId: string): Promise<{ name: string; offset: number }> {
+  const row = await db.selectFrom('orgs').select(['name', 'event_offset']).where('id', '=', orgId).executeTakeFirstOrThrow();
+  return { name: row.name, offset: Number(row.event_offset) };
 }
 
 export async function orgName(db: Kysely<Database>, orgId: string): Promise<string> {

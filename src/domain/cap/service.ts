@@ -4,6 +4,7 @@ import type { WriteOptions } from '../../db/unit-of-work.js';
 import { AppError, fieldError } from '../../errors.js';
 import { requireReach } from '../access/admin-scope.js';
 import { authorize, authorizeCached } from '../access/authorize.js';
+import { callerKey } from '../access/caller-key.js';
 import type { Caller } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
@@ -12,14 +13,16 @@ import { emergencyNotFound } from '../emergencies/not-found.js';
 import type { DeclareInput, EmergencyRecord } from '../emergencies/schema.js';
 import { declareEmergency, recategorizeEmergency, resolveEmergency } from '../emergencies/service.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
+import { isStorableTime, STORED_TIME_RANGE } from '../shared/schema.js';
 import { placeOfOrg } from '../tenancy/places.js';
-import { atomFeed, type CapLinks } from './atom-feed.js';
+import type { CapLinks } from './atom-feed.js';
+import { alertDocumentTask, feedDocumentTask } from './documents.js';
+import { feedCacheOf } from './feed-cache.js';
 import { locationOfAreas } from './ingest-location.js';
-import { capSenderOf, currentAlert, emergencyIdOfIdentifier } from './messages.js';
-import { type CapReference, type IncomingAlert, type IncomingInfo, readCapAlert } from './read-alert.js';
-import { emergenciesForFeed, emergencyForCap, mappingsByKey, mappingsOf, orgName, referencedEmergencies, transitionsOf } from './repo.js';
+import { capSenderOf, emergencyIdOfIdentifier } from './messages.js';
+import { type CapReference, type IncomingAlert, type IncomingInfo, readCapAlertTask } from './read-alert.js';
+import { emergenciesForFeed, emergencyForCap, feedStamp, mappingsByKey, mappingsOf, orgName, referencedEmergencies, transitionsOf } from './repo.js';
 import { capEventKey, capMappingInput, type CapMappingRecord, MAX_CAP_MAPPINGS } from './schema.js';
-import { capDocument } from './write-alert.js';
 
 /** The feed lists at most this many emergencies (the newest by occurredAt). */
 export const FEED_MAX_ENTRIES = 500;
@@ -29,36 +32,38 @@ export const FEED_RESOLVED_WINDOW_MS = 24 * 60 * 60 * 1000;
 // ---------------------------------------------------------------------------------------------------------------------------
 // Export
 
-/** The emergency's latest state as a CAP 1.2 alert document (permission: read; 404 like GET emergency). */
+/** The emergency's latest state as a CAP 1.2 alert document (permission: read; 404 like GET emergency), written on a worker thread. */
 export async function emergencyCapDocument(ctx: AppContext, caller: Caller, orgId: string, emergencyId: string): Promise<string> {
   const org = authorizeCached(caller, orgId, 'read') ?? (await authorize(ctx, caller, orgId, 'read'));
   const row = isUuid(emergencyId) ? await emergencyForCap(ctx.db.db, org.id, emergencyId.toLowerCase()) : undefined;
   if (!row) throw emergencyNotFound(emergencyId);
   const transitions = await transitionsOf(ctx.db.db, org.id, [row.id]);
-  const alert = currentAlert(JSON.parse(row.record) as EmergencyRecord, row, transitions.get(row.id) ?? [], await orgName(ctx.db.db, org.id));
-  return capDocument(alert);
+  const source = { row, transitions: transitions.get(row.id) ?? [], orgName: await orgName(ctx.db.db, org.id) };
+  return ctx.offload.run(callerKey(caller), alertDocumentTask, source);
 }
 
 /**
  * The organization's Atom feed of CAP alerts: every open emergency and every one resolved in the last 24 h, newest occurredAt
- * first, at most FEED_MAX_ENTRIES (permission: read).
+ * first, at most FEED_MAX_ENTRIES (permission: read), as UTF-8. Built on a worker thread, and served again from the cache while the
+ * org's stream head (every change of an emergency) and name are unchanged and no resolved emergency has left the window.
  */
-export async function capFeedDocument(ctx: AppContext, caller: Caller, orgId: string, links: CapLinks, now = Date.now()): Promise<string> {
+export async function capFeedDocument(ctx: AppContext, caller: Caller, orgId: string, links: CapLinks, now = Date.now()): Promise<Buffer> {
   const org = await authorize(ctx, caller, orgId, 'read');
   const db = ctx.db.db;
-  const rows = await emergenciesForFeed(db, org.id, new Date(now - FEED_RESOLVED_WINDOW_MS).toISOString(), FEED_MAX_ENTRIES);
-  const transitions = await transitionsOf(
-    db,
-    org.id,
-    rows.map((r) => r.id),
-  );
-  const name = await orgName(db, org.id);
-  const entries = rows.map((row) => {
-    const emergency = JSON.parse(row.record) as EmergencyRecord;
-    const alert = currentAlert(emergency, row, transitions.get(row.id) ?? [], name);
-    return { emergency, alert, updated: new Date(alert.sent).toISOString() };
+  const stamp = await feedStamp(db, org.id);
+  const xml = await feedCacheOf(ctx).get(org.id, stamp, now, async () => {
+    const rows = await emergenciesForFeed(db, org.id, new Date(now - FEED_RESOLVED_WINDOW_MS).toISOString(), FEED_MAX_ENTRIES);
+    const transitions = await transitionsOf(
+      db,
+      org.id,
+      rows.map((r) => r.id),
+    );
+    const leaves = rows.filter((r) => r.resolved_at !== null).map((r) => Date.parse(r.resolved_at!) + FEED_RESOLVED_WINDOW_MS);
+    const source = { org: { id: org.id, name: stamp.name }, rows, transitions, links, now: new Date(now).toISOString() };
+    const xml = await ctx.offload.run(callerKey(caller), feedDocumentTask, source);
+    return { xml, validUntil: Math.min(Number.POSITIVE_INFINITY, ...leaves) };
   });
-  return atomFeed({ id: org.id, name }, entries, links, new Date(now).toISOString());
+  return Buffer.from(xml.buffer, xml.byteOffset, xml.byteLength);
 }
 
 // ---------------------------------------------------------------------------------------------------------------------------
@@ -77,7 +82,7 @@ export interface IngestResult {
  */
 export async function ingestCapAlert(ctx: AppContext, caller: Caller, orgId: string, text: string, write: WriteOptions = {}): Promise<IngestResult> {
   const org = await authorize(ctx, caller, orgId, 'write');
-  const alert = await readCapAlert(text);
+  const alert = await ctx.offload.run(callerKey(caller), readCapAlertTask, text);
   if (alert.status !== 'Actual') {
     throw fieldError(
       ['body', 'status'],
@@ -180,12 +185,11 @@ async function referencedEmergencyId(ctx: AppContext, orgId: string, refs: CapRe
   );
 }
 
-/** `sent` as the service stores times (UTC, milliseconds); one the schema let through but no date can hold is refused. */
+/** `sent` as the service stores times (UTC, milliseconds): it becomes occurredAt, so it must lie in the years 1970..9999 too. */
 function isoOfSent(sent: string): string {
   const ms = Date.parse(sent);
-  const iso = Number.isNaN(ms) ? '' : new Date(ms).toISOString();
-  if (!/^\d{4}-/.test(iso)) throw fieldError(['body', 'sent'], `sent ${sent} is not a time this service can store`, 'cap_invalid');
-  return iso;
+  if (Number.isNaN(ms) || !isStorableTime(ms)) throw fieldError(['body', 'sent'], `sent ${sent} ${STORED_TIME_RANGE}`, 'cap_invalid');
+  return new Date(ms).toISOString();
 }
 
 function clip(text: string | null, max: number): string | null {

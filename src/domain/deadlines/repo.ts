@@ -47,32 +47,56 @@ export async function claimDueDeadlines(tx: Tx, now: string, limit: number): Pro
   return tx.skipLocked(query).execute();
 }
 
-/** A page of overdue deadlines (being watched for completion), after `afterEventId` in event-id order. */
-export async function overdueDeadlines(db: Db, afterEventId: string, limit: number): Promise<AckDeadlineTable[]> {
-  return db
-    .selectFrom('ack_deadlines')
-    .selectAll()
-    .where('state', '=', 'overdue')
-    .where('event_id', '>', afterEventId)
-    .orderBy('event_id')
-    .limit(limit)
-    .execute();
+/** Whether any overdue deadline is marked for a look, or (with `endedBefore`) has a watch that ended: a plain read, no transaction. */
+export async function anyOverdueToSettle(db: Db, endedBefore?: string): Promise<boolean> {
+  let query = db.selectFrom('ack_deadlines').select('event_id').where('state', '=', 'overdue');
+  query = endedBefore === undefined ? query.where('check_at', 'is not', null) : query.where('deadline_at', '<', endedBefore);
+  return (await query.limit(1).executeTakeFirst()) !== undefined;
 }
 
-/** Those of these deadlines still overdue, locked until the transaction ends; rows another worker holds are skipped. */
-export async function claimOverdue(tx: Tx, eventIds: readonly string[]): Promise<AckDeadlineTable[]> {
-  if (eventIds.length === 0) return [];
+/**
+ * Overdue deadlines marked for a look (an acknowledgement or a revocation may have completed them), oldest mark first,
+ * locked until the transaction ends; rows another worker holds are skipped. Unmarked rows are never read.
+ */
+export async function claimMarkedOverdue(tx: Tx, limit: number): Promise<AckDeadlineTable[]> {
+  const query = tx.db.selectFrom('ack_deadlines').selectAll().where('check_at', 'is not', null).where('state', '=', 'overdue').orderBy('check_at').limit(limit);
+  return tx.skipLocked(query).execute();
+}
+
+/** Overdue deadlines whose deadline passed before `before` (their watch has ended), locked; rows another worker holds are skipped. */
+export async function claimEndedWatches(tx: Tx, before: string, limit: number): Promise<AckDeadlineTable[]> {
   const query = tx.db
     .selectFrom('ack_deadlines')
     .selectAll()
     .where('state', '=', 'overdue')
-    .where('event_id', 'in', [...eventIds])
-    .orderBy('event_id');
+    .where('deadline_at', '<', before)
+    .orderBy('deadline_at')
+    .limit(limit);
   return tx.skipLocked(query).execute();
 }
 
+/**
+ * Marks the org's overdue events with an offset in (`after`, `upTo`] for a look: an acknowledgement that moved a device
+ * from `after` to `upTo` (or a revocation, with `upTo` unbounded) may have completed them, and no other. Written in the
+ * transaction that records the change, so a crash cannot lose the look.
+ */
+export async function markOverdueForCheck(tx: Pick<Tx, 'db'>, orgId: string, after: number, upTo: number | null, at: string): Promise<void> {
+  let query = tx.db
+    .updateTable('ack_deadlines')
+    .set({ check_at: at })
+    .where('org_id', '=', orgId)
+    .where('state', '=', 'overdue')
+    .where('event_offset', '>', after);
+  if (upTo !== null) query = query.where('event_offset', '<=', upTo);
+  await query.execute();
+}
+
 /** Sets a claimed deadline's state (and when it changed), in the claiming transaction. */
-export async function settleDeadline(tx: Tx, eventId: string, change: Partial<Pick<AckDeadlineTable, 'state' | 'overdue_at' | 'closed_at'>>): Promise<void> {
+export async function settleDeadline(
+  tx: Tx,
+  eventId: string,
+  change: Partial<Pick<AckDeadlineTable, 'state' | 'overdue_at' | 'closed_at' | 'event_offset' | 'check_at'>>,
+): Promise<void> {
   await tx.db.updateTable('ack_deadlines').set(change).where('event_id', '=', eventId).execute();
 }
 

@@ -2,11 +2,11 @@ import type { Kysely } from 'kysely';
 import type { DbHandle, Tx } from '../../db/connect.js';
 import type { AckDeadlineTable, Database } from '../../db/types.js';
 import { appendEvent } from '../../events/append.js';
-import { lastFirstAckAt } from '../devices/repo.js';
+import { lastFirstAckOfTargeted } from '../devices/repo.js';
 import { isOnline } from '../devices/service.js';
-import { activeDevicesOf, type Census, censusOf, type DeviceRow, type TargetingEvent } from '../devices/targeting.js';
+import { activeDevicesOf, anySilent, censusCounts, censusOf, silentDevicesOf, type TargetingEvent } from '../devices/targeting.js';
 import { newId } from '../shared/ids.js';
-import { claimDueDeadlines, claimOverdue, overdueDeadlines, settleDeadline, watchedEvents } from './repo.js';
+import { anyOverdueToSettle, claimDueDeadlines, claimEndedWatches, claimMarkedOverdue, settleDeadline, watchedEvents } from './repo.js';
 import {
   DELIVERY_COMPLETED,
   DELIVERY_OVERDUE,
@@ -33,10 +33,13 @@ export interface SettledDeadline {
   fullAckSeconds: number | null;
 }
 
-/** Deadlines claimed per transaction. */
-export const DEADLINES_PER_CLAIM = 100;
-/** Overdue deadlines read per page of a completion check. */
-const OVERDUE_PAGE = 500;
+/**
+ * Deadlines claimed per transaction. Small, because each costs a few statements and, on SQLite, the transaction
+ * holds the one connection that every other tenant's commit waits for.
+ */
+export const DEADLINES_PER_CLAIM = 25;
+/** Ended watches closed per transaction: one statement each, nothing read. */
+const ENDED_PER_CLAIM = 200;
 /** Device ids per read of a re-send's targets. */
 const IDS_PER_READ = 500;
 
@@ -55,21 +58,9 @@ const watched = (row: AckDeadlineTable, event: WatchedEvent) => ({
   eventType: row.event_type as (typeof WATCHED_EVENT_TYPES)[number],
 });
 
-async function devicesOfOrgs(db: Kysely<Database>, orgIds: Iterable<string>): Promise<Map<string, DeviceRow[]>> {
-  const byOrg = new Map<string, DeviceRow[]>();
-  for (const orgId of new Set(orgIds)) byOrg.set(orgId, await activeDevicesOf(db, orgId));
-  return byOrg;
-}
-
-/** Seconds from the event to the last first acknowledgement of its targeted devices; null when it targets none. */
-async function fullAckSeconds(db: Kysely<Database>, orgId: string, event: WatchedEvent, census: Census): Promise<number | null> {
-  if (census.targeted === 0) return null;
-  const last = await lastFirstAckAt(
-    db,
-    orgId,
-    Number(event.stream_offset),
-    census.acknowledgedBy.map((d) => d.id),
-  );
+/** Seconds from the event to the last first acknowledgement of its targeted devices; null when none has. */
+async function fullAckSeconds(db: Kysely<Database>, orgId: string, event: WatchedEvent): Promise<number | null> {
+  const last = await lastFirstAckOfTargeted(db, orgId, event);
   return last === null ? null : Math.max(0, (Date.parse(last) - Date.parse(event.created_at)) / 1000);
 }
 
@@ -101,19 +92,23 @@ async function appendFollowUps(tx: Tx, followUps: FollowUp[], at: string): Promi
   }
 }
 
-function overdueData(row: AckDeadlineTable, event: WatchedEvent, census: Census, nowMs: number): DeliveryOverdueData {
+/** The overdue event's data: counts over every targeted device, names of at most SILENT_DEVICES_LISTED, each a bounded read. */
+async function overdueData(db: Kysely<Database>, row: AckDeadlineTable, event: WatchedEvent, nowMs: number): Promise<DeliveryOverdueData | null> {
+  const counts = await censusCounts(db, row.org_id, event);
+  if (counts.acknowledged >= counts.targeted) return null;
+  const silent = await silentDevicesOf(db, row.org_id, event, SILENT_DEVICES_LISTED);
   return {
     ...watched(row, event),
     deadlineSeconds: Number(row.deadline_seconds),
-    targeted: census.targeted,
-    acknowledged: census.acknowledged,
-    silentDevices: census.silent.slice(0, SILENT_DEVICES_LISTED).map((d) => ({
+    targeted: counts.targeted,
+    acknowledged: counts.acknowledged,
+    silentDevices: silent.map((d) => ({
       deviceId: d.id,
       name: d.name,
       online: isOnline(d, nowMs),
       lastSeenAt: d.last_seen_at,
     })),
-    silentDevicesTotal: census.silent.length,
+    silentDevicesTotal: counts.targeted - counts.acknowledged,
   };
 }
 
@@ -128,7 +123,7 @@ export async function fireDueDeadlines(
   limit = DEADLINES_PER_CLAIM,
 ): Promise<{ settled: SettledDeadline[]; more: boolean }> {
   const at = new Date(nowMs).toISOString();
-  const met: { row: AckDeadlineTable; event: WatchedEvent; census: Census }[] = [];
+  const met: { row: AckDeadlineTable; event: WatchedEvent }[] = [];
   const settled: SettledDeadline[] = [];
   const claimed = await handle.unitOfWork(async (tx) => {
     const rows = await claimDueDeadlines(tx, at, limit);
@@ -136,10 +131,6 @@ export async function fireDueDeadlines(
     const events = await watchedEvents(
       tx.db,
       rows.map((r) => r.event_id),
-    );
-    const devices = await devicesOfOrgs(
-      tx.db,
-      rows.map((r) => r.org_id),
     );
     const followUps: FollowUp[] = [];
     for (const row of rows) {
@@ -151,97 +142,109 @@ export async function fireDueDeadlines(
         continue;
       }
       const event = { id: row.event_id, ...stored };
-      const census = censusOf(event, devices.get(row.org_id)!);
-      if (census.silent.length === 0) {
+      const data = await overdueData(tx.db, row, event, nowMs);
+      if (data === null) {
         await settleDeadline(tx, row.event_id, { state: 'met', closed_at: at });
-        met.push({ row, event, census });
+        met.push({ row, event });
         continue;
       }
-      await settleDeadline(tx, row.event_id, { state: 'overdue', overdue_at: at });
-      followUps.push({ row, eventType: DELIVERY_OVERDUE, data: overdueData(row, event, census, nowMs) });
+      // Marked for one look: an acknowledgement committed while this claim ran may have found the row still pending.
+      await settleDeadline(tx, row.event_id, { state: 'overdue', overdue_at: at, event_offset: Number(event.stream_offset), check_at: at });
+      followUps.push({ row, eventType: DELIVERY_OVERDUE, data });
       settled.push({ eventType: row.event_type, outcome: 'overdue', fullAckSeconds: null });
     }
     await appendFollowUps(tx, followUps, at);
     return rows.length;
   });
   // Measured once committed, outside the claim's transaction: only the metrics need it.
-  for (const { row, event, census } of met) {
-    settled.push({ eventType: row.event_type, outcome: 'met', fullAckSeconds: await fullAckSeconds(handle.db, row.org_id, event, census) });
+  for (const { row, event } of met) {
+    settled.push({ eventType: row.event_type, outcome: 'met', fullAckSeconds: await fullAckSeconds(handle.db, row.org_id, event) });
   }
   return { settled, more: claimed === limit };
 }
 
 /**
- * Looks at every overdue deadline: once each device its event targets has acknowledged it, one
- * emergency.delivery_completed is appended and the deadline is `completed`. A deadline is watched until
- * its overdue event is `retentionDays` old (as long as events are kept), then `expired`. Reads the
- * org's devices once per page of deadlines; writes only when something completed or expired.
+ * Looks once at up to `limit` overdue deadlines that an acknowledgement or a revocation marked (see markOverdueForCheck):
+ * one whose targeted devices have all acknowledged gets one emergency.delivery_completed and is `completed`; one whose watch
+ * ended (its deadline is more than `watchMs` past) is `expired` instead, so that the overdue event stays the last word. The
+ * others lose their mark until the next acknowledgement that concerns them. What this costs follows the acknowledgements
+ * that arrive, never the number of overdue events or the time they have been waiting.
  */
-export async function completeOverdueDeadlines(handle: DbHandle, retentionDays: number, nowMs = Date.now()): Promise<SettledDeadline[]> {
+export async function completeMarkedDeadlines(
+  handle: DbHandle,
+  watchMs: number,
+  nowMs = Date.now(),
+  limit = DEADLINES_PER_CLAIM,
+): Promise<{ settled: SettledDeadline[]; examined: number; more: boolean }> {
+  const at = new Date(nowMs).toISOString();
+  const watchedSince = new Date(nowMs - watchMs).toISOString();
   const settled: SettledDeadline[] = [];
-  const cutoff = new Date(nowMs - retentionDays * 86_400_000).toISOString();
-  let after = '';
-  for (;;) {
-    const rows = await overdueDeadlines(handle.db, after, OVERDUE_PAGE);
-    if (rows.length === 0) break;
-    after = rows.at(-1)!.event_id;
+  // Most ticks find nothing marked: they cost one indexed read, not a transaction.
+  if (!(await anyOverdueToSettle(handle.db))) return { settled, examined: 0, more: false };
+  const examined = await handle.unitOfWork(async (tx) => {
+    const rows = await claimMarkedOverdue(tx, limit);
+    if (rows.length === 0) return 0;
     const events = await watchedEvents(
-      handle.db,
+      tx.db,
       rows.map((r) => r.event_id),
     );
-    const devices = await devicesOfOrgs(
-      handle.db,
-      rows.map((r) => r.org_id),
-    );
-    const done = new Map<string, { outcome: 'completed' | 'expired'; followUp?: FollowUp; fullAckSeconds: number | null }>();
+    const followUps: FollowUp[] = [];
     for (const row of rows) {
       const stored = events.get(row.event_id);
-      if (!stored || (row.overdue_at !== null && row.overdue_at < cutoff)) {
-        done.set(row.event_id, { outcome: 'expired', fullAckSeconds: null });
+      if (!stored || row.deadline_at < watchedSince) {
+        await settleDeadline(tx, row.event_id, { state: 'expired', closed_at: at, check_at: null });
+        settled.push({ eventType: row.event_type, outcome: 'expired', fullAckSeconds: null });
         continue;
       }
       const event = { id: row.event_id, ...stored };
-      const census = censusOf(event, devices.get(row.org_id)!);
       // Acks only grow and revocations only shrink the targeted set: once complete, it stays complete.
-      if (census.silent.length > 0) continue;
-      const lastAck = await lastFirstAckAt(
-        handle.db,
-        row.org_id,
-        Number(event.stream_offset),
-        census.acknowledgedBy.map((d) => d.id),
-      );
-      const overdueAt = row.overdue_at ?? new Date(nowMs).toISOString();
+      if (await anySilent(tx.db, row.org_id, event)) {
+        await settleDeadline(tx, row.event_id, { check_at: null });
+        continue;
+      }
+      const { targeted } = await censusCounts(tx.db, row.org_id, event);
+      const lastAck = await lastFirstAckOfTargeted(tx.db, row.org_id, event);
+      const overdueAt = row.overdue_at ?? at;
       // Completed by the last silent device's ack; when it was revoked instead, by the time that was noticed.
       const endMs = lastAck !== null && lastAck > overdueAt ? Date.parse(lastAck) : nowMs;
       const data: DeliveryCompletedData = {
         ...watched(row, event),
-        targeted: census.targeted,
+        targeted,
         completedAfterMs: Math.max(0, Math.round(endMs - Date.parse(overdueAt))),
       };
-      done.set(row.event_id, {
+      await settleDeadline(tx, row.event_id, { state: 'completed', closed_at: at, check_at: null });
+      followUps.push({ row, eventType: DELIVERY_COMPLETED, data });
+      settled.push({
+        eventType: row.event_type,
         outcome: 'completed',
-        followUp: { row, eventType: DELIVERY_COMPLETED, data },
         fullAckSeconds: lastAck === null ? null : Math.max(0, (Date.parse(lastAck) - Date.parse(event.created_at)) / 1000),
       });
     }
-    if (done.size > 0) {
-      const at = new Date(nowMs).toISOString();
-      await handle.unitOfWork(async (tx) => {
-        // Another worker may have settled some since they were read: only those still overdue are ours.
-        const claimed = await claimOverdue(tx, [...done.keys()]);
-        const followUps: FollowUp[] = [];
-        for (const row of claimed) {
-          const outcome = done.get(row.event_id)!;
-          await settleDeadline(tx, row.event_id, { state: outcome.outcome, closed_at: at });
-          if (outcome.followUp) followUps.push(outcome.followUp);
-          settled.push({ eventType: row.event_type, outcome: outcome.outcome, fullAckSeconds: outcome.fullAckSeconds });
-        }
-        await appendFollowUps(tx, followUps, at);
-      });
-    }
-    if (rows.length < OVERDUE_PAGE) break;
-  }
-  return settled;
+    await appendFollowUps(tx, followUps, at);
+    return rows.length;
+  });
+  return { settled, examined, more: examined === limit };
+}
+
+/**
+ * Ends the watch of up to `limit` overdue deadlines whose deadline is more than `watchMs` past: they become `expired`
+ * without a look, and no emergency.delivery_completed can follow their overdue event any more.
+ */
+export async function expireEndedWatches(
+  handle: DbHandle,
+  watchMs: number,
+  nowMs = Date.now(),
+  limit = ENDED_PER_CLAIM,
+): Promise<{ settled: SettledDeadline[]; more: boolean }> {
+  const at = new Date(nowMs).toISOString();
+  const before = new Date(nowMs - watchMs).toISOString();
+  if (!(await anyOverdueToSettle(handle.db, before))) return { settled: [], more: false };
+  const rows = await handle.unitOfWork(async (tx) => {
+    const ended = await claimEndedWatches(tx, before, limit);
+    for (const row of ended) await settleDeadline(tx, row.event_id, { state: 'expired', closed_at: at, check_at: null });
+    return ended;
+  });
+  return { settled: rows.map((r) => ({ eventType: r.event_type, outcome: 'expired' as const, fullAckSeconds: null })), more: rows.length === limit };
 }
 
 /**

@@ -61,5 +61,7 @@ export function recordAckDeadline(writes: Pick<Writes, 'deadlines'>, event: Even
     state: 'pending',
     overdue_at: null,
     closed_at: null,
+    event_offset: null,
+    check_at: null,
   });
 }

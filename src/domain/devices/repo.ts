@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import { type DbHandle, inTransaction } from '../../db/connect.js';
 import type { Database, DeviceTable } from '../../db/types.js';
+import { markOverdueForCheck } from '../deadlines/repo.js';
 
 /** SQL for devices only. Presence and ack writes come from the gateway, outside any service transaction. */
 
@@ -93,15 +94,30 @@ export async function recordAcks(handle: DbHandle, acks: AckUpdate[]): Promise<v
     const history: { device_id: string; org_id: string; to_offset: number; acked_at: string }[] = [];
     for (const { orgId, offset, at, deviceIds } of groups.values()) {
       for (let i = 0; i < deviceIds.length; i += CHUNK) {
+        const ids = deviceIds.slice(i, i + CHUNK);
+        // Where the devices stood before: only overdue events between there and the new offset can be completed by this ack.
+        const before = await tx.db
+          .selectFrom('devices')
+          .select(['id', 'acked_offset'])
+          .where('org_id', '=', orgId)
+          .where('id', 'in', ids)
+          .where('acked_offset', '<', offset)
+          .execute();
+        if (before.length === 0) continue;
         const advanced = await tx.db
           .updateTable('devices')
           .set({ acked_offset: offset, acked_at: at })
           .where('org_id', '=', orgId)
-          .where('id', 'in', deviceIds.slice(i, i + CHUNK))
+          .where(
+            'id',
+            'in',
+            before.map((d) => d.id),
+          )
           .where('acked_offset', '<', offset)
           .returning('id')
           .execute();
         for (const row of advanced) history.push({ device_id: row.id, org_id: orgId, to_offset: offset, acked_at: at });
+        if (advanced.length > 0) await markOverdueForCheck(tx, orgId, Math.min(...before.map((d) => Number(d.acked_offset))), offset, at);
       }
     }
     for (let i = 0; i < history.length; i += CHUNK) {
@@ -183,26 +199,28 @@ export async function firstAckTimes(db: Kysely<Database>, orgId: string, pairs: 
 }
 
 /**
- * When the last of these devices first acknowledged `offset` (the time of each one's first ack
- * history row covering it, the latest of those); null when none of them has. Grouped per device, a
- * statement per chunk of ids, never one per device.
+ * When the last of the devices `event` targets first acknowledged it (each one's first ack history row covering its
+ * offset, the latest of those); null when none has. One statement over the org's active devices created by then: the
+ * deadline worker never loads the device list to measure it.
  */
-export async function lastFirstAckAt(db: Kysely<Database>, orgId: string, offset: number, deviceIds: readonly string[]): Promise<string | null> {
-  let last: string | null = null;
-  for (let i = 0; i < deviceIds.length; i += CHUNK) {
-    const firsts = db
-      .selectFrom('device_acks')
-      .select((eb) => eb.fn.min('acked_at').as('first_at'))
-      .where('org_id', '=', orgId)
-      .where('device_id', 'in', deviceIds.slice(i, i + CHUNK))
-      .where('to_offset', '>=', offset)
-      .groupBy('device_id');
-    const row = await db
-      .selectFrom(firsts.as('f'))
-      .select((eb) => eb.fn.max('f.first_at').as('last_at'))
-      .executeTakeFirst();
-    const at = row?.last_at ?? null;
-    if (at !== null && (last === null || at > last)) last = at;
-  }
-  return last;
+export async function lastFirstAckOfTargeted(
+  db: Kysely<Database>,
+  orgId: string,
+  event: { stream_offset: number; created_at: string },
+): Promise<string | null> {
+  const firsts = db
+    .selectFrom('device_acks as a')
+    .innerJoin('devices as d', 'd.id', 'a.device_id')
+    .select((eb) => eb.fn.min('a.acked_at').as('first_at'))
+    .where('a.org_id', '=', orgId)
+    .where('d.org_id', '=', orgId)
+    .where('d.status', '=', 'active')
+    .where('d.created_at', '<=', event.created_at)
+    .where('a.to_offset', '>=', Number(event.stream_offset))
+    .groupBy('a.device_id');
+  const row = await db
+    .selectFrom(firsts.as('f'))
+    .select((eb) => eb.fn.max('f.first_at').as('last_at'))
+    .executeTakeFirst();
+  return row?.last_at ?? null;
 }

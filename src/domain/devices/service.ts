@@ -13,6 +13,7 @@ import { placeOfOrg } from '../tenancy/places.js';
 import { sha256 } from '../shared/secrets.js';
 import { findDeviceByPrefix } from './repo.js';
 import { type AuthenticatedDevice, createDeviceInput, DEVICE_TOKEN_PATTERN, type DeviceRecord } from './schema.js';
+import { markOverdueForCheck } from '../deadlines/repo.js';
 
 /**
  * How long after the gateway last heard from a connected device it still counts as online: longer than the gateway's heartbeat
@@ -122,11 +123,11 @@ export async function createDevice(
   return created!;
 }
 
-/** The device row, when it exists and its org lies within the caller's subject (else 404 / 403). */
+/** The device row, when it exists and its org lies within the caller's subject (else 404, outside it as when unknown). */
 async function loadDevice(tx: Pick<Tx, 'db'>, caller: Caller, deviceId: string): Promise<DeviceTable> {
   const row = isUuid(deviceId) ? await tx.db.selectFrom('devices').selectAll().where('id', '=', deviceId.toLowerCase()).executeTakeFirst() : undefined;
   if (!row) throw new AppError('not_found', `No device ${deviceId}.`);
-  requireReach(caller, await placeOfOrg(tx.db, row.org_id));
+  requireReach(caller, await placeOfOrg(tx.db, row.org_id), `No device ${deviceId}.`);
   return row;
 }
 
@@ -142,6 +143,8 @@ export async function revokeDevice(ctx: AppContext, caller: Caller, deviceId: st
       if (row.status === 'revoked') return toDeviceRecord(row);
       const revokedAt = nowIso();
       await tx.db.updateTable('devices').set({ status: 'revoked', revoked_at: revokedAt }).where('id', '=', row.id).where('org_id', '=', row.org_id).execute();
+      // Overdue events it had not acknowledged may now be complete: the deadline worker looks at them.
+      await markOverdueForCheck(tx, row.org_id, Number(row.acked_offset), null, revokedAt);
       auditDevice(tx, caller, row, 'device.revoked');
       return toDeviceRecord({ ...row, status: 'revoked', revoked_at: revokedAt });
     },

@@ -63,3 +63,40 @@ export function censusOf(event: TargetingEvent, devices: readonly DeviceRow[]): 
   }
   return { targeted: silent.length + acknowledgedBy.length, acknowledged: acknowledgedBy.length, silent, acknowledgedBy };
 }
+
+/**
+ * The queries below apply the same rule in the database, so that an org's devices are counted, not
+ * loaded: what a deadline costs stays bounded whatever the org's number of base stations.
+ */
+function targetedBy(db: Kysely<Database>, orgId: string, event: TargetingEvent) {
+  return db.selectFrom('devices').where('org_id', '=', orgId).where('status', '=', 'active').where('created_at', '<=', event.created_at);
+}
+
+/** How many active devices the event targets, and how many of them have acknowledged it. */
+export async function censusCounts(db: Kysely<Database>, orgId: string, event: TargetingEvent): Promise<{ targeted: number; acknowledged: number }> {
+  const row = await targetedBy(db, orgId, event)
+    .select((eb) => [
+      eb.fn.countAll<number>().as('targeted'),
+      eb.fn.sum<number>(eb.case().when('acked_offset', '>=', Number(event.stream_offset)).then(1).else(0).end()).as('acknowledged'),
+    ])
+    .executeTakeFirst();
+  return { targeted: Number(row?.targeted ?? 0), acknowledged: Number(row?.acknowledged ?? 0) };
+}
+
+/** At most `limit` of the targeted devices that have not acknowledged the event, by name then id. */
+export async function silentDevicesOf(db: Kysely<Database>, orgId: string, event: TargetingEvent, limit: number): Promise<DeviceRow[]> {
+  const rows = await targetedBy(db, orgId, event)
+    .select(DEVICE_COLUMNS)
+    .where('acked_offset', '<', Number(event.stream_offset))
+    .orderBy('name')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+  return rows.sort(byNameThenId);
+}
+
+/** Whether some targeted device has not acknowledged the event: one row read at most. */
+export async function anySilent(db: Kysely<Database>, orgId: string, event: TargetingEvent): Promise<boolean> {
+  const row = await targetedBy(db, orgId, event).select('id').where('acked_offset', '<', Number(event.stream_offset)).limit(1).executeTakeFirst();
+  return row !== undefined;
+}

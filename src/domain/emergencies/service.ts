@@ -6,7 +6,7 @@ import type { CategoryTable } from '../../db/types.js';
 import type { EmergencyInsert, LockedEmergency, Writes } from '../../db/unit-of-work.js';
 import { AppError } from '../../errors.js';
 import { emergencyNotFound } from './not-found.js';
-import { authorize, authorizeCached } from '../access/authorize.js';
+import { authorize, authorizeCached, requirePermission } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { principalActor, recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
@@ -237,7 +237,8 @@ export async function recategorizeEmergency(
 
 /**
  * `created` is false when the emergency was already resolved: REST answers that idempotently with the existing resolution,
- * the tool server reports it as an error.
+ * the tool server reports it as an error. Either answer shows the record, so a key without the read permission gets 403
+ * permission_denied instead.
  */
 export async function resolveEmergency(
   ctx: AppContext,
@@ -250,7 +251,11 @@ export async function resolveEmergency(
   await authorize(ctx, caller, orgId, 'write');
   return ctx.db.unitOfWork(async (tx) => {
     const { row, current } = await lockedEmergency(tx, orgId, emergencyId);
-    if (row.status === 'resolved') return { emergency: current, created: false };
+    if (row.status === 'resolved') {
+      // The answer is the record as resolved earlier, by anyone: reading it takes the read permission.
+      requirePermission(caller, 'read', `to be answered with emergency ${row.id}, which was resolved before`);
+      return { emergency: current, created: false };
+    }
     const now = nowIso();
     const resolvedBy = actorOf(caller, input.resolvedBy);
     const resolvedAt = input.resolvedAt ?? now;

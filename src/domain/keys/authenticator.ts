@@ -33,6 +33,11 @@ export class KeyAuthenticator {
     return kind ? kind.authenticateCached(plaintext!) : null;
   }
 
+  /** The public id part of a key (the lookup index); undefined for anything that is not a key. */
+  idOf(plaintext: string | undefined): string | undefined {
+    return this.kindOf(plaintext)?.idOf(plaintext!);
+  }
+
   /** Whether the id part of this key names a key read before: its lookup is never throttled. */
   knowsKeyIdOf(plaintext: string | undefined): boolean {
     return this.kindOf(plaintext)?.knowsKeyIdOf(plaintext!) ?? false;

@@ -10,7 +10,7 @@ import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
 import { BY_CREATION, keysetPage } from '../shared/cursor.js';
 import { isUuid, newId, normalizeId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
-import { placeOfSubject, subjectWithin } from '../tenancy/places.js';
+import { placeOfSubject, requireOrgsWithinSubject, subjectWithin } from '../tenancy/places.js';
 import { fromJson, toJson } from '../shared/json.js';
 import { sha256 } from '../shared/secrets.js';
 import type { KeyKind } from './verifier.js';
@@ -115,6 +115,7 @@ export async function createApiKey(
     ctx.db,
     async (tx) => {
       requireReach(caller, await placeOfSubject(tx.db, spec.subjectType, spec.subjectId));
+      await requireOrgsWithinSubject(tx.db, { type: spec.subjectType, id: spec.subjectId }, spec.allowedOrgIds, ['body', 'allowedOrgIds']);
       const { row, plaintext } = await insertKey(tx, spec);
       await auditKeyEvent(tx, caller, row, 'api_key.created', {
         subject: { type: row.subject_type, id: row.subject_id },
@@ -126,11 +127,11 @@ export async function createApiKey(
   );
 }
 
-/** The key row, when it exists and its subject lies within the caller's (else 404 / 403). */
+/** The key row, when it exists and its subject lies within the caller's (else 404, outside it as when unknown). */
 async function loadKey(tx: Pick<Tx, 'db'>, caller: Caller, keyId: string): Promise<ApiKeyTable> {
   const row = isUuid(keyId) ? await tx.db.selectFrom('api_keys').selectAll().where('id', '=', keyId.toLowerCase()).executeTakeFirst() : undefined;
   if (!row) throw new AppError('not_found', `No API key ${keyId}.`);
-  requireReach(caller, await placeOfSubject(tx.db, row.subject_type as SubjectType, row.subject_id));
+  requireReach(caller, await placeOfSubject(tx.db, row.subject_type as SubjectType, row.subject_id), `No API key ${keyId}.`);
   return row;
 }
 

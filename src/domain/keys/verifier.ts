@@ -82,6 +82,11 @@ export class CachedKeyVerifier<Row> {
     return this.verify(plaintext, entry, now);
   }
 
+  /** The public id part of this key; undefined when it is not a key of this kind. */
+  idOf(plaintext: string): string | undefined {
+    return this.kind.pattern.exec(plaintext)?.[1];
+  }
+
   /** Whether the id part of this key names a key read before (fresh or not): its lookup is never throttled. */
   knowsKeyIdOf(plaintext: string): boolean {
     const match = this.kind.pattern.exec(plaintext);

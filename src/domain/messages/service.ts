@@ -13,6 +13,7 @@ import { recordAudit } from '../audit/record.js';
 import { emergencyNotFound } from '../emergencies/not-found.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
 import { emergencyExists, ensureConversation, findConversation, findDedupe, loadMessage, toMessageRecord } from './repo.js';
+import { DecodedPost } from './decoded-post.js';
 import type { MessageRecord, PostMessageInput } from './schema.js';
 
 export interface PostedMessage {
@@ -30,9 +31,10 @@ export async function postMessage(
   caller: Caller,
   orgIdParam: string,
   emergencyIdParam: string,
-  input: PostMessageInput,
+  post: PostMessageInput | DecodedPost,
   write: WriteOptions = {},
 ): Promise<PostedMessage> {
+  const input = post instanceof DecodedPost ? post.input : post;
   const orgId = (await authorize(ctx, caller, orgIdParam, 'write')).id;
   const emergencyId = emergencyIdParam.toLowerCase();
   if (!isUuid(emergencyId)) throw emergencyNotFound(emergencyIdParam);
@@ -41,13 +43,7 @@ export async function postMessage(
   const knownConversation = await findConversation(ctx.db.db, orgId, emergencyId);
   if (!knownConversation && !(await emergencyExists(ctx.db.db, orgId, emergencyId))) throw emergencyNotFound(emergencyIdParam);
 
-  const prepared: PreparedAttachment[] = [];
-  for (const [index, spec] of input.attachments.entries()) {
-    prepared.push(await prepareAttachment(spec, index));
-    // The text of inline media (megabytes of base64) is not needed once decoded: let it go now
-    // rather than when the request ends, so a large post never holds its text and its bytes at once.
-    spec.src = '';
-  }
+  const prepared = post instanceof DecodedPost ? post.attachments() : await prepareAll(input);
 
   const dedupeKey = dedupeKeyOf(ctx, emergencyId, input, prepared);
   // Cheap early answer for a repeat: no need to store the bytes again.
@@ -108,6 +104,17 @@ export async function postMessage(
       if (seen.replay) return { message: seen.replay, created: false };
     }
   }
+}
+
+async function prepareAll(input: PostMessageInput): Promise<PreparedAttachment[]> {
+  const prepared: PreparedAttachment[] = [];
+  for (const [index, spec] of input.attachments.entries()) {
+    prepared.push(await prepareAttachment(spec, index));
+    // The text of inline media (megabytes of base64) is not needed once decoded: let it go now
+    // rather than when the request ends, so a large post never holds its text and its bytes at once.
+    spec.src = '';
+  }
+  return prepared;
 }
 
 /** The rows of a post: the message, its attachments, its dedupe row (all-inline posts) and its audit entry. */

@@ -10,11 +10,23 @@ function isRealDateTime(value: string): boolean {
   return month! >= 1 && month! <= 12 && day! >= 1 && day! <= daysInMonth && hour! < 24 && minute! < 60 && second! < 60;
 }
 
+const EARLIEST_STORED_MS = Date.UTC(1970, 0, 1);
+const LATEST_STORED_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
+/** The range every stored time lies in, so that each is written `YYYY-MM-DDThh:mm:ss.sssZ` (never `+010000-...`). */
+export const STORED_TIME_RANGE = 'must lie between 1970-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z (in UTC)';
+
+/** Whether an instant, once normalized to UTC, lies in the years 1970..9999 (e.g. 9999-12-31T23:30-01:00 does not). */
+export function isStorableTime(ms: number): boolean {
+  return ms >= EARLIEST_STORED_MS && ms <= LATEST_STORED_MS;
+}
+
 /** Input timestamps must carry a zone (`Z` or `+hh:mm`); they are normalized to UTC with milliseconds. */
 export const isoTimestampInput = z
   .string()
   .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/, 'must be an ISO-8601 timestamp with a zone, e.g. 2026-11-21T17:44:29.123Z')
   .refine(isRealDateTime, 'is not a real calendar date and time')
+  .refine((s) => isStorableTime(Date.parse(s)), STORED_TIME_RANGE)
   .transform((s) => new Date(s).toISOString())
   .meta({ format: 'date-time', example: '2026-11-21T17:44:29.123Z' });
 

@@ -9,7 +9,7 @@ import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
 import { BY_CREATION, CURSOR_SHAPES, decodeCursor, keysetPage, paginate } from '../shared/cursor.js';
 import { isUuid, newId, normalizeId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
-import { placeOfSubject, subjectWithin } from '../tenancy/places.js';
+import { placeOfSubject, requireOrgsWithinSubject, subjectWithin } from '../tenancy/places.js';
 import { fromJson, toJson } from '../shared/json.js';
 import { deleteQueueOf, deliveriesPage, deliveryCounts, latestAttempts, pendingDelivery, recentAttempts, requeueDelivery } from '../../delivery/queue.js';
 import { coveredOrgIds, findSubscription } from './repo.js';
@@ -61,7 +61,7 @@ function allowedOrgIdsSeenBy(orgId: string, allowed: string[] | null): string[] 
 export async function loadSubscription(tx: Pick<Tx, 'db'>, caller: Caller, id: string): Promise<WebhookSubscriptionTable> {
   const row = isUuid(id) ? await findSubscription(tx.db, id) : undefined;
   if (!row) throw new AppError('not_found', `No webhook subscription ${id}.`);
-  requireReach(caller, await placeOfSubject(tx.db, row.subject_type as SubscriptionSpec['subjectType'], row.subject_id));
+  requireReach(caller, await placeOfSubject(tx.db, row.subject_type as SubscriptionSpec['subjectType'], row.subject_id), `No webhook subscription ${id}.`);
   return row;
 }
 
@@ -98,6 +98,7 @@ export async function createSubscription(
     ctx.db,
     async (tx) => {
       requireReach(caller, await placeOfSubject(tx.db, spec.subjectType, spec.subjectId));
+      await requireOrgsWithinSubject(tx.db, { type: spec.subjectType, id: spec.subjectId }, spec.allowedOrgIds, ['body', 'allowedOrgIds']);
       const now = nowIso();
       const row: WebhookSubscriptionTable = {
         id: newId(),
@@ -140,6 +141,8 @@ export async function updateSubscription(
     ctx.db,
     async (tx) => {
       const row = await loadSubscription(tx, caller, id);
+      const subject = { type: row.subject_type as SubscriptionSpec['subjectType'], id: row.subject_id };
+      await requireOrgsWithinSubject(tx.db, subject, changes.allowedOrgIds, ['body', 'allowedOrgIds']);
       const set = {
         ...(url !== undefined ? { url } : {}),
         ...(changes.allowedOrgIds !== undefined ? { allowed_org_ids: toJson(changes.allowedOrgIds?.map(normalizeId) ?? null) } : {}),

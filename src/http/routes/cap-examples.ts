@@ -35,7 +35,7 @@ export const CAP_ALERT_EXAMPLE = capDocument(alert);
 export const CAP_FEED_EXAMPLE = atomFeed(
   { id: ORG_ID, name: 'Lincoln High School' },
   [{ emergency, alert, updated: '2026-11-21T17:46:02.000Z' }],
-  { feed: `${BASE}/cap/feed`, alert: (id) => `${BASE}/emergencies/${id}/cap` },
+  { feed: `${BASE}/cap/feed`, emergencies: `${BASE}/emergencies` },
   '2026-11-21T17:50:00.000Z',
 );
 

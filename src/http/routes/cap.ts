@@ -42,7 +42,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  */
 function linksOf(orgId: string) {
   const base = `${API_PREFIX}/orgs/${orgId.toLowerCase()}`;
-  return { feed: `${base}/cap/feed`, alert: (emergencyId: string) => `${base}/emergencies/${emergencyId}/cap` };
+  return { feed: `${base}/cap/feed`, emergencies: `${base}/emergencies` };
 }
 
 /** CAP 1.2 (extensions §8): each emergency as a CAP alert, the org's Atom feed of them, and alerts of other systems ingested. */
@@ -108,7 +108,8 @@ export const capRoutes =
       },
       handler: async (req, reply) => {
         const xml = await capFeedDocument(ctx, callerOf(req), req.params.org_id, linksOf(req.params.org_id));
-        return reply.type('application/atom+xml; charset=utf-8').send(xml);
+        // The feed is kept encoded (see capFeedDocument): its bytes go out as they are.
+        return reply.type('application/atom+xml; charset=utf-8').send(xml as never);
       },
     });
 

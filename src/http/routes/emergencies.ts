@@ -115,7 +115,9 @@ export const emergencyRoutes =
         operationId: 'resolveEmergency',
         tags: ['emergencies'],
         summary: 'Resolve an emergency (permission: write). Emits emergency.resolved.',
-        description: 'Returns the resolved Emergency: 201 the first time, 200 with the existing resolution on every later call (no event).',
+        description:
+          'Returns the resolved Emergency: 201 the first time, 200 with the existing resolution on every later call (no event). ' +
+          'A later call shows a record the caller did not write, so it takes the read permission too: 403 permission_denied without it.',
         params: emergencyPath,
         body: resolveInput.optional(),
         response: {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { MAX_INLINE_BYTES } from '../../domain/attachments/inline-decode.js';
 import { ACCEPTED_INLINE_TYPES } from '../../domain/attachments/media-type.js';
+import { DecodedPost } from '../../domain/messages/decoded-post.js';
 import { messageRecord, postMessageInput } from '../../domain/messages/schema.js';
 import { attachmentContent, listMessages } from '../../domain/messages/read.js';
 import { postMessage } from '../../domain/messages/service.js';
@@ -12,8 +13,9 @@ import { AppError } from '../../errors.js';
 import { callerOf } from '../../edge/auth.js';
 import { idempotencyHeaders, writeOptionsOf } from '../../edge/idempotency.js';
 import { errorResponses, validationErrorResponse } from '../error-schemas.js';
-import { largeBodyGate } from '../large-bodies.js';
-import { parseLargeJson, readBody } from '../large-json.js';
+import { closeUnreadBodies, largeBodyGate } from '../large-bodies.js';
+import { readMessageBody } from '../message-body.js';
+import { zodValidatorCompiler } from '../validation.js';
 import { emergencyPath, pageQuery } from './params.js';
 
 /** Request bodies of this route carry inline media, so it alone accepts up to 64 MiB. */
@@ -76,21 +78,24 @@ export const messageRoutes =
     const parseSmall = app.getDefaultJsonParser('error', 'error');
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', (request, payload, done) => {
-      readBody(payload, request.headers['content-length'], MESSAGE_BODY_LIMIT).then((body) => {
-        try {
-          done(
-            null,
-            parseLargeJson(body, (text) => parseJsonText(parseSmall, request, text)),
-          );
-        } catch (err) {
-          done(err as Error, undefined);
-        }
-      }, done);
+      readMessageBody(ctx, request, payload, MESSAGE_BODY_LIMIT, (text) => parseJsonText(parseSmall, request, text)).then(
+        (body) => done(null, body),
+        (err: Error) => done(err, undefined),
+      );
+    });
+    app.addHook('onSend', (request, reply, payload, done) => {
+      closeUnreadBodies(request, reply);
+      done(null, payload);
     });
     const r = app.withTypeProvider<ZodTypeProvider>();
     r.post('/orgs/:org_id/emergencies/:emergency_id/messages', {
       bodyLimit: MESSAGE_BODY_LIMIT,
-      onRequest: largeBodyGate(ctx.config.MAX_CONCURRENT_LARGE_BODIES),
+      onRequest: largeBodyGate(ctx.config.MAX_CONCURRENT_LARGE_BODIES, ctx.offload),
+      // A large body arrives validated and decoded (a DecodedPost, see readMessageBody); any other goes through the schema.
+      validatorCompiler: (route) => {
+        const validate = zodValidatorCompiler(route as unknown as Parameters<typeof zodValidatorCompiler>[0]);
+        return (data) => (data instanceof DecodedPost ? { value: data } : validate(data));
+      },
       // A deduplicated post (the original message answered again) made no write: nothing is stored.
       config: {
         idempotentAnswer: (value) => {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { streamStart } from '../../domain/events/feed.js';
 import { streamQuery } from '../../domain/events/schema.js';
+import { tenantQuotaOf } from '../../domain/tenancy/connection-quotas.js';
 import { bearerToken, callerOf } from '../../edge/auth.js';
 import { errorResponses } from '../error-schemas.js';
 import { orgPath } from './params.js';
@@ -28,8 +29,10 @@ export const streamRoutes =
           'event; reconnect with `after=<last id>` to get what was missed, in order, with no gap and no duplicate.\n\n' +
           'A stream lives under the rules of its key: it ends (the body ends) within 2 s of the key being revoked, ' +
           'expiring or no longer covering the organization. A key holds at most `STREAMS_PER_KEY` streams at once per instance ' +
-          '(default 20; the next is a 429 `too_many_streams`), and an instance at most `MAX_STREAMS` (the next is a 503 ' +
-          '`unavailable`); both carry Retry-After. A client that does not read is disconnected once more than 1 MiB is queued ' +
+          '(default 20; the next is a 429 `too_many_streams`), an organization at most `STREAMS_PER_ORG` and a partner ' +
+          '`STREAMS_PER_PARTNER` per instance unless an admin set their own quotas (429 `too_many_streams`), and an instance at most ' +
+          '`MAX_STREAMS` (the next is a 503 `unavailable`; also when the organization or its partner holds its share of the instance, ' +
+          '`TENANT_CONNECTION_SHARE`); all carry Retry-After. A client that does not read is disconnected once more than 1 MiB is queued ' +
           'for it, or once queued data has not moved for 30 s; it resumes with `after=<last id>` and loses nothing.',
         params: orgPath,
         querystring: streamQuery,
@@ -38,10 +41,12 @@ export const streamRoutes =
           ...errorResponses({
             410: 'events_expired: events after this offset are past the retention; body adds oldestOffset.',
             429:
-              'too_many_streams: this key already holds STREAMS_PER_KEY streams on this instance; close one before opening another. ' +
+              'too_many_streams: this key already holds STREAMS_PER_KEY streams on this instance, or the organization or its partner ' +
+              'its stream quota (STREAMS_PER_ORG, STREAMS_PER_PARTNER or its own); close one before opening another. ' +
               'Also rate_limited when the per-key rate limit is exceeded. Both carry Retry-After.',
             503:
-              'unavailable: this instance holds as many streams as it can (MAX_STREAMS, or its open-file limit); retry after the ' +
+              'unavailable: this instance holds as many streams as it can (MAX_STREAMS, or its open-file limit), or as many of this ' +
+              "organization's or its partner's as one tenant may (TENANT_CONNECTION_SHARE); retry after the " +
               'seconds of Retry-After. Also when the database is unavailable or the server is shutting down.',
           }),
         },
@@ -59,6 +64,13 @@ export const streamRoutes =
         let start: Awaited<ReturnType<typeof streamStart>>;
         try {
           start = await streamStart(ctx, caller, req.params.org_id, after);
+          // Counted against the org's and partner's quotas only once the key may read the org: another tenant's id is a 403, not a 429.
+          const quota = await tenantQuotaOf(ctx, 'streams', start.orgId);
+          const overQuota = quota && streams.charge(admission.slot, quota);
+          if (overQuota) {
+            reply.header('retry-after', overQuota.retryAfterSeconds);
+            throw overQuota.error;
+          }
         } catch (err) {
           streams.release(admission.slot);
           throw err;

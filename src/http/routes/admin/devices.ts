@@ -64,7 +64,7 @@ export const deviceAdminRoutes =
         response: { 200: devicePage, ...adminErrors({ 404: 'not_found: no such organization.' }) },
       },
       handler: async (req) => {
-        // The admin gate first, as on every admin route: 403 subject_not_covered outside the key's subject, 404 for no such org.
+        // The admin gate first, as on every admin route: 404 for no such org and for one outside the key's subject alike.
         requireReach(callerOf(req), await placeOfOrg(ctx.db.db, req.params.org_id));
         return listOrgDevices(ctx, callerOf(req), req.params.org_id, req.query);
       },

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { declareEmergency } from '../../src/domain/emergencies/service.js';
-import { AlertPathProbe, assertFairShare, startChildAbuser } from '../helpers/alert-path.js';
-import { createOrgTree, mintKey, startTestServer, type TestServer } from '../helpers/server.js';
+import { assertFairShare, fairShareSuite, startChildAbuser } from '../helpers/alert-path.js';
+import { createOrgTree, mintKey } from '../helpers/server.js';
 
 const OPEN_EMERGENCIES = 2000;
 /** The default rate limit: the pollers use all of it. */
@@ -28,18 +28,10 @@ await Promise.all(Array.from({ length: Number(loops) }, async () => {
 `;
 
 describe('fair share: a tenant polling the CAP Atom feed of its many open emergencies', () => {
-  let server: TestServer;
-  let probe: AlertPathProbe;
-  before(async () => {
-    server = await startTestServer({ RATE_LIMIT_PER_KEY: String(RATE_LIMIT_PER_KEY) });
-    probe = await AlertPathProbe.open(server);
-  });
-  after(async () => {
-    await probe?.close();
-    await server?.close();
-  });
+  const suite = fairShareSuite({ RATE_LIMIT_PER_KEY: String(RATE_LIMIT_PER_KEY) });
 
   it("several read-key pollers of tenant A's feed leave tenant B's declare → frame within its share", async () => {
+    const { server, probe } = suite;
     const org = await createOrgTree(server.ctx);
     for (let i = 0; i < OPEN_EMERGENCIES; i += 100) {
       await Promise.all(

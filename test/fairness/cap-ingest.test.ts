@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { AlertPathProbe, abuseLoop, assertFairShare } from '../helpers/alert-path.js';
-import { createOrgTree, mintKey, startTestServer, type TestServer } from '../helpers/server.js';
+import { describe, it } from 'node:test';
+import { abuseLoop, assertFairShare, fairShareSuite } from '../helpers/alert-path.js';
+import { createOrgTree, mintKey } from '../helpers/server.js';
 
 /** The largest CAP alert the service accepts (extensions §8). */
 const CAP_LIMIT = 256 * 1024;
@@ -38,18 +38,10 @@ const manyAreas = fill(
 );
 
 describe('fair share: a tenant ingesting the heaviest CAP alerts the service accepts', () => {
-  let server: TestServer;
-  let probe: AlertPathProbe;
-  before(async () => {
-    server = await startTestServer({ RATE_LIMIT_PER_KEY: String(RATE_LIMIT_PER_KEY) });
-    probe = await AlertPathProbe.open(server);
-  });
-  after(async () => {
-    await probe?.close();
-    await server?.close();
-  });
+  const suite = fairShareSuite({ RATE_LIMIT_PER_KEY: String(RATE_LIMIT_PER_KEY) });
 
   it("256 KiB alerts of ~1,800 infos (and ~7,100 areas) at a fifth of the rate limit leave tenant B's declare → frame within its share", async () => {
+    const { server, probe } = suite;
     assert.ok(manyInfos.count >= 1700, `${manyInfos.count} infos`);
     assert.ok(manyAreas.count >= 7000, `${manyAreas.count} areas`);
     const org = await createOrgTree(server.ctx);

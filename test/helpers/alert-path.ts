@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { after, before } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice } from '../../src/domain/devices/service.js';
 import { connectDevice, type TestDevice } from '../devices/support.js';
 import { client } from './http.js';
-import { createOrgTree, mintKey, type OrgFixture, type TestServer } from './server.js';
+import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from './server.js';
 
 /** Declare → frame latencies of one run, in milliseconds. */
 export interface AlertPathFigures {
@@ -130,4 +131,18 @@ export async function startChildAbuser(script: string, args: string[], what: str
       await exited;
     },
   };
+}
+
+/** A test server (with `env`) and tenant B's probe for one suite: started before its tests, closed after them. */
+export function fairShareSuite(env: Record<string, string> = {}): { server: TestServer; probe: AlertPathProbe } {
+  const suite = {} as { server: TestServer; probe: AlertPathProbe };
+  before(async () => {
+    suite.server = await startTestServer(env);
+    suite.probe = await AlertPathProbe.open(suite.server);
+  });
+  after(async () => {
+    await suite.probe?.close();
+    await suite.server?.close();
+  });
+  return suite;
 }

@@ -68,7 +68,7 @@ import { loadConfig } from '../src/config.js';
 import type { AppContext } from '../src/context.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { operatorCaller } from '../src/domain/access/principal.js';
-import { eventsAfter } from '../src/events/read.js';
+import { eventsAfter } from '../src/log/reads.js';
 import { createDevice } from '../src/domain/devices/service.js';
 import { createApiKey } from '../src/domain/keys/service.js';
 import { createEnterprise, createOrg, createPartner } from '../src/domain/orgs/service.js';

@@ -51,9 +51,9 @@ export interface AppOptions {
 
 /** Builds the HTTP application (REST v1, health); used by `serve` and by every test. */
 export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promise<FastifyInstance> {
-  const app = Fastify(serverOptions(ctx.config));
-  const keys = new KeyAuthenticator(ctx);
   const addresses = new ClientAddresses(proxyTrust(ctx.config.TRUST_PROXY));
+  const app = Fastify(serverOptions(ctx.config, addresses));
+  const keys = new KeyAuthenticator(ctx);
   const gate: KeyGate = {
     keys,
     rateLimiter: new RateLimiter(ctx.config.RATE_LIMIT_PER_KEY),
@@ -72,8 +72,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promi
   const connections = ConnectionBudget.ofProcess();
   const tenants = new TenantConnections(connections, ctx.config.TENANT_CONNECTION_SHARE);
   const streams = new BrowserStreams(
-    ctx.db,
-    ctx.bus,
+    ctx.eventLog,
     {
       reverify: (token) => keys.authenticateFresh(token),
       authorize: (principal, orgId) => authorize(ctx, { principal, requestId: null }, orgId, 'read'),

@@ -1,7 +1,7 @@
 import type { Config } from './config.js';
 import type { DbHandle } from './db/connect.js';
 import type { AttachmentStore } from './domain/attachments/store.js';
-import type { EventBus } from './events/bus.js';
+import type { EventLog } from './log/follow.js';
 import type { WebhookTransport } from './domain/webhooks/transport.js';
 import type { Metrics } from './observability/metrics.js';
 import type { OutageLog } from './observability/outage-log.js';
@@ -11,7 +11,8 @@ import type { Offload } from './offload/pool.js';
 export interface AppContext {
   db: DbHandle;
   config: Config;
-  bus: EventBus;
+  /** The org event logs' followers in this process, and the wake-up of each commit. */
+  eventLog: EventLog;
   metrics: Metrics;
   /** Where inline attachment bytes are kept (ATTACHMENT_STORE); replaceable, e.g. by a failing store in tests. */
   attachments: AttachmentStore;

@@ -1,17 +1,18 @@
 import type { FastifyInstance } from 'fastify';
 import { type AppOptions, buildApp, createContext } from './app.js';
 import type { Config } from './config.js';
+import type { EventLogOptions } from './log/follow.js';
 import type { AppContext } from './context.js';
 import type { FailureReport } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
-import { describeError } from './delivery/log.js';
+import { describeError } from './observability/describe-error.js';
 import { startMetricsListener } from './http/metrics-endpoint.js';
 import { sweepExpiredAnswers } from './db/idempotency.js';
-import { pruneExpiredEvents } from './events/retention.js';
+import { pruneExpiredEvents } from './log/retention.js';
 import { startPgEventListener } from './db/postgres/listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
-import { type DeadlineWorkerOptions, startDeadlineWorker } from './deadlines/worker.js';
+import { type DeadlineWorkerOptions, startDeadlineWorker } from './domain/deadlines/worker.js';
 import { type ProcessRole, ROLE_PARTS } from './roles.js';
 
 export interface RunningServer {
@@ -39,6 +40,8 @@ function startSweeper(task: () => Promise<unknown>, intervalMs: number, report: 
 /** Internal knobs (not configuration): tests shorten timings with them. */
 export interface ServerOptions {
   devices?: Partial<DeviceGatewayOptions>;
+  /** How the event log is followed here: page size, backstop poll (tests change them). */
+  eventLog?: Partial<EventLogOptions>;
   /** Webhook dispatcher tuning (tests shorten its timeouts); false runs the server without it. */
   dispatcher?: DispatcherOptions | false;
   /** Event stream timings (tests shorten the stall timeout, say). */
@@ -55,7 +58,7 @@ export interface ServerOptions {
  * listens on PORT, at least for /healthz and /readyz. `stop` shuts them down in reverse order.
  */
 export async function startServer(config: Config, existing?: AppContext, options: ServerOptions = {}): Promise<RunningServer> {
-  const ctx = existing ?? createContext(config);
+  const ctx = existing ?? createContext(config, { eventLog: options.eventLog });
   await migrateToLatest(ctx.db);
   const role = options.role ?? config.ROLE;
   const parts = ROLE_PARTS[role];
@@ -67,7 +70,7 @@ export async function startServer(config: Config, existing?: AppContext, options
   const stoppers: (() => Promise<void>)[] = [];
   // Wake-ups from the other processes of the fleet: for device sockets and streams, webhook delivery and deadlines.
   if (parts.deviceGateway || parts.eventStreams || parts.webhookDelivery || parts.deadlines) {
-    stoppers.push(startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure));
+    stoppers.push(startPgEventListener(ctx.db, (event) => ctx.eventLog.committed(event), reportFailure));
   }
   if (parts.deviceGateway) {
     const gateway = startDeviceGateway(ctx, app.server, app.log, options.devices, {

@@ -6,8 +6,9 @@
 import { pub, unwrap } from './api';
 import type { DeliveryCompletedData, DeliveryOverdueData, Emergency, EventEnvelope, FeedItem } from './types';
 
-export const OVERDUE = 'emergency.delivery_overdue';
-export const COMPLETED = 'emergency.delivery_completed';
+// Checked against the event types of the API's typed client (generated from the OpenAPI document, itself from the service's one list).
+export const OVERDUE = 'emergency.delivery_overdue' satisfies EventEnvelope['eventType'];
+export const COMPLETED = 'emergency.delivery_completed' satisfies EventEnvelope['eventType'];
 
 /** The emergency after a transition (declared, categorized, resolved); null for every other event type. */
 export function changedEmergency(event: EventEnvelope): Emergency | null {

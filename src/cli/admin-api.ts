@@ -20,6 +20,12 @@ export interface AdminTarget {
   plainHttpElsewhere: boolean;
 }
 
+/**
+ * One request of the admin API as data: what a command's remote half sends (its route, percent-encoded by `path`,
+ * and its JSON body).
+ */
+export type AdminRequest = { get: string } | { post: string; body?: unknown } | { patch: string; body: unknown } | { delete: string };
+
 export interface Page<T> {
   items: T[];
   nextCursor: string | null;
@@ -90,28 +96,19 @@ export class AdminApi {
 
   constructor(readonly target: AdminTarget) {}
 
-  get<T>(route: string, query: Record<string, string | number | undefined> = {}): Promise<T> {
-    const params = new URLSearchParams();
-    for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
-    const search = params.size > 0 ? `?${params}` : '';
-    return this.request<T>('GET', `${route}${search}`);
-  }
-
-  post<T>(route: string, body?: unknown): Promise<T> {
-    return this.request<T>('POST', route, body);
-  }
-
-  patch<T>(route: string, body: unknown): Promise<T> {
-    return this.request<T>('PATCH', route, body);
-  }
-
-  delete<T>(route: string): Promise<T> {
-    return this.request<T>('DELETE', route);
+  /** Sends one request of a command's remote half; resolves to the admin API's answer. */
+  send(request: AdminRequest): Promise<unknown> {
+    if ('get' in request) return this.request('GET', request.get);
+    if ('post' in request) return this.request('POST', request.post, request.body);
+    if ('patch' in request) return this.request('PATCH', request.patch, request.body);
+    return this.request('DELETE', request.delete);
   }
 
   /** One page of a list. */
-  page<T>(route: string, params: { cursor?: string; limit: number }): Promise<Page<T>> {
-    return this.get<Page<T>>(route, params);
+  page<T>(route: string, { cursor, limit }: { cursor?: string; limit: number }): Promise<Page<T>> {
+    const params = new URLSearchParams({ limit: String(limit) });
+    if (cursor !== undefined) params.set('cursor', cursor);
+    return this.request<Page<T>>('GET', `${route}?${params}`);
   }
 
   private unreachable(detail: string): CommandFailure {

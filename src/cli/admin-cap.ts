@@ -1,14 +1,15 @@
 import { operatorCaller } from '../domain/access/principal.js';
-import { capMappingInput, type CapMappingRecord } from '../domain/cap/schema.js';
+import { capMappingInput } from '../domain/cap/schema.js';
 import { deleteCapMapping, listCapMappings, setCapMapping } from '../domain/cap/service.js';
 import { path } from './admin-api.js';
-import { adminCommand, type CliCommand, type CliOption, requireOption } from './command.js';
+import { adminCommand } from './admin-command.js';
+import { type CliCommand, type CliOption, requireOption } from './command.js';
 
 const ORG: CliOption = { type: 'string', value: 'ID', required: true, description: 'the org' };
 
 /** An org's mapping of CAP `event` names to its categories, which ingested CAP alerts follow (docs/cap.md). */
 export const capCommands: Record<string, CliCommand> = {
-  'admin cap-mapping set': adminCommand<{ orgId: string; body: unknown }, CapMappingRecord>({
+  'admin cap-mapping set': adminCommand({
     summary: 'map a CAP event to a category of an org (replacing the mapping of that event); prints the mapping',
     options: {
       org: ORG,
@@ -25,22 +26,22 @@ export const capCommands: Record<string, CliCommand> = {
       }),
     }),
     local: async (ctx, { orgId, body }) => (await setCapMapping(ctx, operatorCaller(), orgId, body)).mapping,
-    remote: (api, { orgId, body }) => api.post<CapMappingRecord>(path`/orgs/${orgId}/cap-mappings`, body),
+    route: ({ orgId, body }) => ({ post: path`/orgs/${orgId}/cap-mappings`, body }),
   }),
-  'admin cap-mapping list': adminCommand<string, { items: CapMappingRecord[] }>({
+  'admin cap-mapping list': adminCommand({
     summary: "list an org's CAP event mappings, by event",
     options: { org: ORG },
     columns: ['mappingId', 'event', 'categoryName'],
     input: ({ values }) => requireOption(values, 'org'),
     local: (ctx, orgId) => listCapMappings(ctx, operatorCaller(), orgId),
-    remote: (api, orgId) => api.get<{ items: CapMappingRecord[] }>(path`/orgs/${orgId}/cap-mappings`),
+    route: (orgId) => ({ get: path`/orgs/${orgId}/cap-mappings` }),
   }),
-  'admin cap-mapping delete': adminCommand<{ orgId: string; mappingId: string }, { mappingId: string; deleted: true }>({
+  'admin cap-mapping delete': adminCommand({
     summary: 'remove a mapping: alerts with its event land in Uncategorized again',
     positionals: [{ name: 'ID', description: 'the mapping id' }],
     options: { org: ORG },
     input: ({ values, positionals }) => ({ orgId: requireOption(values, 'org'), mappingId: positionals[0]! }),
     local: (ctx, { orgId, mappingId }) => deleteCapMapping(ctx, operatorCaller(), orgId, mappingId),
-    remote: (api, { orgId, mappingId }) => api.delete<{ mappingId: string; deleted: true }>(path`/orgs/${orgId}/cap-mappings/${mappingId}`),
+    route: ({ orgId, mappingId }) => ({ delete: path`/orgs/${orgId}/cap-mappings/${mappingId}` }),
   }),
 };

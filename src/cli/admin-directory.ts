@@ -1,6 +1,5 @@
-import type { AppContext } from '../context.js';
 import { operatorCaller } from '../domain/access/principal.js';
-import { categoryCreateInput, type CategoryItem, categoryUpdateInput } from '../domain/categories/schema.js';
+import { categoryCreateInput, categoryUpdateInput } from '../domain/categories/schema.js';
 import { createCategory, updateCategory } from '../domain/categories/service.js';
 import {
   createEnterprise,
@@ -15,45 +14,32 @@ import {
   type PartnerRecord,
   updateOrg,
 } from '../domain/orgs/service.js';
-import { userCreateInput, type UserItem, userUpdateInput } from '../domain/users/schema.js';
+import { userCreateInput, userUpdateInput } from '../domain/users/schema.js';
 import { createUser, updateUser } from '../domain/users/service.js';
-import { type AdminApi, path } from './admin-api.js';
-import { adminCommand, type CliCommand, type CliOption, listAll, requireOption, UsageError } from './command.js';
+import { path } from './admin-api.js';
+import { type AdminList, adminCommand, asItems, createdId, type ReadList } from './admin-command.js';
+import { type CliCommand, type CliOption, requireOption, UsageError } from './command.js';
 
-/** The id of what a create command made: `{"id"}`, whatever the record's own id field is called. */
-export interface Created {
-  id: string;
-}
+/** The tenant tree's lists: the services answer the admin API's records as they are. */
+const PARTNERS: AdminList<void, PartnerRecord> = {
+  page: (ctx, _, page) => listPartners(ctx, operatorCaller(), page),
+  route: () => '/partners',
+};
+const ENTERPRISES: AdminList<string, EnterpriseRecord> = {
+  page: (ctx, partnerId, page) => listEnterprises(ctx, operatorCaller(), partnerId, page),
+  route: (partnerId) => path`/partners/${partnerId}/enterprises`,
+};
+const ORGS: AdminList<string, OrgRecord> = {
+  page: (ctx, enterpriseId, page) => listOrgs(ctx, operatorCaller(), enterpriseId, page),
+  route: (enterpriseId) => path`/enterprises/${enterpriseId}/orgs`,
+};
 
-/** The tenant tree as the operator (database) or the admin key (admin API) sees it. */
-export interface TenantTree {
-  partners(): Promise<PartnerRecord[]>;
-  enterprises(partnerId: string): Promise<EnterpriseRecord[]>;
-  orgs(enterpriseId: string): Promise<OrgRecord[]>;
-}
-
-export function localTree(ctx: AppContext): TenantTree {
-  return {
-    partners: () => listAll((page) => listPartners(ctx, operatorCaller(), page)),
-    enterprises: (partnerId) => listAll((page) => listEnterprises(ctx, operatorCaller(), partnerId, page)),
-    orgs: (enterpriseId) => listAll((page) => listOrgs(ctx, operatorCaller(), enterpriseId, page)),
-  };
-}
-
-export function remoteTree(api: AdminApi): TenantTree {
-  return {
-    partners: () => listAll((page) => api.page<PartnerRecord>('/partners', page)),
-    enterprises: (partnerId) => listAll((page) => api.page<EnterpriseRecord>(path`/partners/${partnerId}/enterprises`, page)),
-    orgs: (enterpriseId) => listAll((page) => api.page<OrgRecord>(path`/enterprises/${enterpriseId}/orgs`, page)),
-  };
-}
-
-/** Every org of the tree, partner by partner, enterprise by enterprise. */
-export async function allOrgIds(tree: TenantTree): Promise<string[]> {
+/** Every org the caller reaches, partner by partner, enterprise by enterprise. */
+export async function allOrgIds(read: ReadList): Promise<string[]> {
   const ids: string[] = [];
-  for (const partner of await tree.partners()) {
-    for (const enterprise of await tree.enterprises(partner.partnerId)) {
-      ids.push(...(await tree.orgs(enterprise.enterpriseId)).map((org) => org.orgId));
+  for (const partner of await read(PARTNERS, undefined)) {
+    for (const enterprise of await read(ENTERPRISES, partner.partnerId)) {
+      ids.push(...(await read(ORGS, enterprise.enterpriseId)).map((org) => org.orgId));
     }
   }
   return ids;
@@ -106,57 +92,60 @@ const USER_FIELDS = {
 };
 
 export const directoryCommands: Record<string, CliCommand> = {
-  'admin partner create': adminCommand<{ name: string }, Created>({
+  'admin partner create': adminCommand({
     summary: 'create a partner; prints its id',
     options: { name: { ...NAME, description: 'the partner name' } },
     input: ({ values }) => ({ name: requireOption(values, 'name') }),
-    local: async (ctx, body) => ({ id: (await createPartner(ctx, operatorCaller(), body)).partnerId }),
-    remote: async (api, body) => ({ id: (await api.post<PartnerRecord>('/partners', body)).partnerId }),
+    local: (ctx, body) => createPartner(ctx, operatorCaller(), body),
+    route: (body) => ({ post: '/partners', body }),
+    present: createdId('partnerId'),
   }),
-  'admin partner list': adminCommand<void, { items: PartnerRecord[] }>({
+  'admin partner list': adminCommand({
     summary: 'list the partners, by name',
     columns: ['partnerId', 'name', 'createdAt'],
     input: () => undefined,
-    local: async (ctx) => ({ items: await localTree(ctx).partners() }),
-    remote: async (api) => ({ items: await remoteTree(api).partners() }),
+    read: (read) => read(PARTNERS, undefined),
+    present: asItems,
   }),
-  'admin enterprise create': adminCommand<{ partnerId: string; body: { name: string } }, Created>({
+  'admin enterprise create': adminCommand({
     summary: 'create an enterprise beneath a partner; prints its id',
     options: {
       partner: { type: 'string', value: 'ID', required: true, description: 'the partner it belongs to' },
       name: { ...NAME, description: 'the enterprise name' },
     },
     input: ({ values }) => ({ partnerId: requireOption(values, 'partner'), body: { name: requireOption(values, 'name') } }),
-    local: async (ctx, { partnerId, body }) => ({ id: (await createEnterprise(ctx, operatorCaller(), partnerId, body)).enterpriseId }),
-    remote: async (api, { partnerId, body }) => ({ id: (await api.post<EnterpriseRecord>(path`/partners/${partnerId}/enterprises`, body)).enterpriseId }),
+    local: (ctx, { partnerId, body }) => createEnterprise(ctx, operatorCaller(), partnerId, body),
+    route: ({ partnerId, body }) => ({ post: ENTERPRISES.route(partnerId), body }),
+    present: createdId('enterpriseId'),
   }),
-  'admin enterprise list': adminCommand<string, { items: EnterpriseRecord[] }>({
+  'admin enterprise list': adminCommand({
     summary: "list a partner's enterprises, by name",
     options: { partner: { type: 'string', value: 'ID', required: true, description: 'the partner' } },
     columns: ['enterpriseId', 'name', 'createdAt'],
     input: ({ values }) => requireOption(values, 'partner'),
-    local: async (ctx, partnerId) => ({ items: await localTree(ctx).enterprises(partnerId) }),
-    remote: async (api, partnerId) => ({ items: await remoteTree(api).enterprises(partnerId) }),
+    read: (read, partnerId) => read(ENTERPRISES, partnerId),
+    present: asItems,
   }),
-  'admin org create': adminCommand<{ enterpriseId: string; body: { name: string } }, Created>({
+  'admin org create': adminCommand({
     summary: 'create an org beneath an enterprise, with its Uncategorized category; prints its id',
     options: {
       enterprise: { type: 'string', value: 'ID', required: true, description: 'the enterprise it belongs to' },
       name: { ...NAME, description: 'the org name' },
     },
     input: ({ values }) => ({ enterpriseId: requireOption(values, 'enterprise'), body: { name: requireOption(values, 'name') } }),
-    local: async (ctx, { enterpriseId, body }) => ({ id: (await createOrg(ctx, operatorCaller(), enterpriseId, body)).orgId }),
-    remote: async (api, { enterpriseId, body }) => ({ id: (await api.post<OrgRecord>(path`/enterprises/${enterpriseId}/orgs`, body)).orgId }),
+    local: (ctx, { enterpriseId, body }) => createOrg(ctx, operatorCaller(), enterpriseId, body),
+    route: ({ enterpriseId, body }) => ({ post: ORGS.route(enterpriseId), body }),
+    present: createdId('orgId'),
   }),
-  'admin org list': adminCommand<string, { items: OrgRecord[] }>({
+  'admin org list': adminCommand({
     summary: "list an enterprise's orgs, by name",
     options: { enterprise: { type: 'string', value: 'ID', required: true, description: 'the enterprise' } },
     columns: ['orgId', 'name', 'createdAt'],
     input: ({ values }) => requireOption(values, 'enterprise'),
-    local: async (ctx, enterpriseId) => ({ items: await localTree(ctx).orgs(enterpriseId) }),
-    remote: async (api, enterpriseId) => ({ items: await remoteTree(api).orgs(enterpriseId) }),
+    read: (read, enterpriseId) => read(ORGS, enterpriseId),
+    present: asItems,
   }),
-  'admin org update': adminCommand<{ orgId: string; body: unknown }, OrgRecord>({
+  'admin org update': adminCommand({
     summary: "change an org's name or its acknowledgement deadline",
     options: {
       org: ORG,
@@ -177,9 +166,9 @@ export const directoryCommands: Record<string, CliCommand> = {
       return { orgId: requireOption(values, 'org'), body: orgUpdateInput.parse(changes) };
     },
     local: (ctx, { orgId, body }) => updateOrg(ctx, operatorCaller(), orgId, body),
-    remote: (api, { orgId, body }) => api.patch<OrgRecord>(path`/orgs/${orgId}`, body),
+    route: ({ orgId, body }) => ({ patch: path`/orgs/${orgId}`, body }),
   }),
-  'admin category create': adminCommand<{ orgId: string; body: unknown }, Created>({
+  'admin category create': adminCommand({
     summary: 'create an emergency category of an org; prints its id',
     options: { org: ORG, ...required(CATEGORY_OPTIONS, CATEGORY_REQUIRED) },
     // Validated here by the service's own schema, so that a bad value is the same usage error in both modes.
@@ -187,10 +176,11 @@ export const directoryCommands: Record<string, CliCommand> = {
       orgId: requireOption(values, 'org'),
       body: categoryCreateInput.parse(fields(values, CATEGORY_FIELDS, CATEGORY_REQUIRED)),
     }),
-    local: async (ctx, { orgId, body }) => ({ id: (await createCategory(ctx, operatorCaller(), orgId, body)).categoryId }),
-    remote: async (api, { orgId, body }) => ({ id: (await api.post<CategoryItem>(path`/orgs/${orgId}/categories`, body)).categoryId }),
+    local: (ctx, { orgId, body }) => createCategory(ctx, operatorCaller(), orgId, body),
+    route: ({ orgId, body }) => ({ post: path`/orgs/${orgId}/categories`, body }),
+    present: createdId('categoryId'),
   }),
-  'admin category update': adminCommand<{ orgId: string; categoryId: string; body: unknown }, CategoryItem>({
+  'admin category update': adminCommand({
     summary: "change a category's name, colour, severity or response level (Uncategorized cannot change)",
     positionals: [{ name: 'ID', description: 'the category id' }],
     options: { org: ORG, ...CATEGORY_OPTIONS },
@@ -200,16 +190,17 @@ export const directoryCommands: Record<string, CliCommand> = {
       body: categoryUpdateInput.parse(fields(values, CATEGORY_FIELDS)),
     }),
     local: (ctx, { orgId, categoryId, body }) => updateCategory(ctx, operatorCaller(), orgId, categoryId, body),
-    remote: (api, { orgId, categoryId, body }) => api.patch<CategoryItem>(path`/orgs/${orgId}/categories/${categoryId}`, body),
+    route: ({ orgId, categoryId, body }) => ({ patch: path`/orgs/${orgId}/categories/${categoryId}`, body }),
   }),
-  'admin user create': adminCommand<{ orgId: string; body: unknown }, Created>({
+  'admin user create': adminCommand({
     summary: 'create a user of an org; prints its id',
     options: { org: ORG, ...required(USER_OPTIONS, USER_REQUIRED) },
     input: ({ values }) => ({ orgId: requireOption(values, 'org'), body: userCreateInput.parse(fields(values, USER_FIELDS, USER_REQUIRED)) }),
-    local: async (ctx, { orgId, body }) => ({ id: (await createUser(ctx, operatorCaller(), orgId, body)).userId }),
-    remote: async (api, { orgId, body }) => ({ id: (await api.post<UserItem>(path`/orgs/${orgId}/users`, body)).userId }),
+    local: (ctx, { orgId, body }) => createUser(ctx, operatorCaller(), orgId, body),
+    route: ({ orgId, body }) => ({ post: path`/orgs/${orgId}/users`, body }),
+    present: createdId('userId'),
   }),
-  'admin user update': adminCommand<{ orgId: string; userId: string; body: unknown }, UserItem>({
+  'admin user update': adminCommand({
     summary: "change a user's names, e-mail, phone, role, access level or status",
     positionals: [{ name: 'ID', description: 'the user id' }],
     options: {
@@ -226,6 +217,6 @@ export const directoryCommands: Record<string, CliCommand> = {
       return { orgId: requireOption(values, 'org'), userId: positionals[0]!, body: userUpdateInput.parse(changes) };
     },
     local: (ctx, { orgId, userId, body }) => updateUser(ctx, operatorCaller(), orgId, userId, body),
-    remote: (api, { orgId, userId, body }) => api.patch<UserItem>(path`/orgs/${orgId}/users/${userId}`, body),
+    route: ({ orgId, userId, body }) => ({ patch: path`/orgs/${orgId}/users/${userId}`, body }),
   }),
 };

@@ -1,8 +1,9 @@
 import { type AdminSubject, operatorCaller } from '../domain/access/principal.js';
 import { type AdminKeyRecord, createAdminKey, listAdminKeys, revokeAdminKey } from '../domain/admin-keys/service.js';
-import { createApiKey, type KeyRecord, type KeySpec, listApiKeys, revokeApiKey, rotateApiKey } from '../domain/keys/service.js';
-import { type AdminApi, path, secretOf } from './admin-api.js';
-import { adminCommand, type CliCommand, listAll, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
+import { createApiKey, type KeyRecord, listApiKeys, revokeApiKey, rotateApiKey } from '../domain/keys/service.js';
+import { path, secretOf } from './admin-api.js';
+import { type AdminList, adminCommand, itemsOf, pageOf } from './admin-command.js';
+import { type CliCommand, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
 
 function parsePermissions(value: string): ('read' | 'write')[] {
   const perms = value
@@ -31,35 +32,14 @@ function parseAdminSubject(value: string): AdminSubject {
   return { type: match[1] as 'partner' | 'enterprise', id: match[2]!.toLowerCase() };
 }
 
-/** An API key as the commands show it (never the key itself). */
-interface ApiKeyView {
-  id: string;
-  name: string;
-  subject: { type: string; id: string };
-  permissions: string[];
-  allowedOrgIds: string[] | null;
-  activeUntilDate: string | null;
-  status: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-}
+/** An API key as the admin API answers it (`apiKeyId`), with the key in a creating or rotating answer. */
+export type ApiKeyRecord = Omit<KeyRecord, 'id' | 'status'> & { apiKeyId: string; status: 'active' | 'inactive'; key?: string; previousKeyExpiresAt?: string };
 
-/** The admin API's record of an API key (`apiKeyId`), with the key in a creating or rotating answer. */
-type ApiKeyAnswer = Omit<ApiKeyView, 'id'> & { apiKeyId: string; key?: string; previousKeyExpiresAt?: string };
+/** The service's record under the admin API's names, so that both sides print through `apiKeyRow`. */
+const asApiKeyRecord = (r: KeyRecord): ApiKeyRecord => ({ ...r, apiKeyId: r.id, status: r.status === 'active' ? 'active' : 'inactive' });
 
-const keyView = (r: KeyRecord): ApiKeyView => ({
-  id: r.id,
-  name: r.name,
-  subject: r.subject,
-  permissions: r.permissions,
-  allowedOrgIds: r.allowedOrgIds,
-  activeUntilDate: r.activeUntilDate,
-  status: r.status === 'active' ? 'active' : 'inactive',
-  createdAt: r.createdAt,
-  lastUsedAt: r.lastUsedAt,
-});
-
-const keyViewOf = (r: ApiKeyAnswer): ApiKeyView => ({
+/** An API key as the commands print it (never the key itself). */
+const apiKeyRow = (r: ApiKeyRecord) => ({
   id: r.apiKeyId,
   name: r.name,
   subject: r.subject,
@@ -71,15 +51,8 @@ const keyViewOf = (r: ApiKeyAnswer): ApiKeyView => ({
   lastUsedAt: r.lastUsedAt,
 });
 
-const KEY_COLUMNS = ['id', 'name', 'subject', 'permissions', 'allowedOrgIds', 'activeUntilDate', 'status', 'lastUsedAt'];
-const ADMIN_KEY_COLUMNS = ['adminKeyId', 'name', 'subject', 'status', 'createdAt', 'lastUsedAt'];
-/** The longest grace period of a rotation the admin API accepts. */
-const MAX_GRACE_HOURS = 24 * 30;
-
-type NewKey = { id: string; key: string };
-type Revoked = { id: string; status: string };
-
-const adminKeyView = (r: AdminKeyRecord): AdminKeyRecord => ({
+/** An admin key as the commands print it: the admin API's record without a secret. */
+const adminKeyRow = (r: AdminKeyRecord): AdminKeyRecord => ({
   adminKeyId: r.adminKeyId,
   name: r.name,
   subject: r.subject,
@@ -88,8 +61,22 @@ const adminKeyView = (r: AdminKeyRecord): AdminKeyRecord => ({
   lastUsedAt: r.lastUsedAt,
 });
 
+const API_KEYS: AdminList<void, ApiKeyRecord> = {
+  page: (ctx, _, page) => pageOf(listApiKeys(ctx, operatorCaller(), page), asApiKeyRecord),
+  route: () => '/api-keys',
+};
+const ADMIN_KEYS: AdminList<void, AdminKeyRecord> = {
+  page: (ctx, _, page) => listAdminKeys(ctx, operatorCaller(), page),
+  route: () => '/admin-keys',
+};
+
+const KEY_COLUMNS = ['id', 'name', 'subject', 'permissions', 'allowedOrgIds', 'activeUntilDate', 'status', 'lastUsedAt'];
+const ADMIN_KEY_COLUMNS = ['adminKeyId', 'name', 'subject', 'status', 'createdAt', 'lastUsedAt'];
+/** The longest grace period of a rotation the admin API accepts. */
+const MAX_GRACE_HOURS = 24 * 30;
+
 export const keyCommands: Record<string, CliCommand> = {
-  'admin admin-key create': adminCommand<{ name: string; subject: AdminSubject }, NewKey>({
+  'admin admin-key create': adminCommand({
     summary: 'mint an admin key for the admin API; prints it once',
     options: {
       name: { type: 'string', value: 'N', required: true, description: 'a name for the key' },
@@ -104,36 +91,26 @@ export const keyCommands: Record<string, CliCommand> = {
     // The bootstrap of a new installation: its first admin key, before any server ran.
     createsDatabase: true,
     input: ({ values }) => ({ name: requireOption(values, 'name'), subject: parseAdminSubject(requireOption(values, 'subject')) }),
-    local: async (ctx, body) => {
-      const created = await createAdminKey(ctx, operatorCaller(), body);
-      return { id: created.adminKeyId, key: created.key };
-    },
-    remote: async (api, body) => {
-      const created = await api.post<AdminKeyRecord & { key?: string }>('/admin-keys', body);
-      return { id: created.adminKeyId, key: secretOf(created.key, `admin key ${created.adminKeyId}`, 'revoke it and create another') };
-    },
+    local: (ctx, body): Promise<AdminKeyRecord & { key?: string }> => createAdminKey(ctx, operatorCaller(), body),
+    route: (body) => ({ post: '/admin-keys', body }),
+    present: (created) => ({ id: created.adminKeyId, key: secretOf(created.key, `admin key ${created.adminKeyId}`, 'revoke it and create another') }),
   }),
-  'admin admin-key list': adminCommand<void, { items: AdminKeyRecord[] }>({
+  'admin admin-key list': adminCommand({
     summary: 'list admin keys (never their secrets)',
     columns: ADMIN_KEY_COLUMNS,
     input: () => undefined,
-    local: async (ctx) => ({ items: (await listAll((page) => listAdminKeys(ctx, operatorCaller(), page))).map(adminKeyView) }),
-    remote: async (api) => ({ items: (await listAll((page) => api.page<AdminKeyRecord>('/admin-keys', page))).map(adminKeyView) }),
+    read: (read) => read(ADMIN_KEYS, undefined),
+    present: itemsOf(adminKeyRow),
   }),
-  'admin admin-key revoke': adminCommand<string, Revoked>({
+  'admin admin-key revoke': adminCommand({
     summary: 'revoke an admin key',
     positionals: [{ name: 'ID', description: 'the admin key id' }],
     input: ({ positionals }) => positionals[0]!,
-    local: async (ctx, id) => {
-      const record = await revokeAdminKey(ctx, operatorCaller(), id);
-      return { id: record.adminKeyId, status: record.status };
-    },
-    remote: async (api, id) => {
-      const record = await api.post<AdminKeyRecord>(path`/admin-keys/${id}/revoke`);
-      return { id: record.adminKeyId, status: record.status };
-    },
+    local: (ctx, id) => revokeAdminKey(ctx, operatorCaller(), id),
+    route: (id) => ({ post: path`/admin-keys/${id}/revoke` }),
+    present: (record) => ({ id: record.adminKeyId, status: record.status }),
   }),
-  'admin key create': adminCommand<KeySpec, NewKey>({
+  'admin key create': adminCommand({
     summary: 'mint an API key for the public API; prints it once',
     options: {
       name: { type: 'string', value: 'N', required: true, description: 'a name for the key (shown as declaredBy)' },
@@ -149,35 +126,31 @@ export const keyCommands: Record<string, CliCommand> = {
       allowedOrgIds: parseIdList(values['allowed-orgs'], 'allowed-orgs'),
       activeUntil: parseExpiry(values['active-until']),
     }),
-    local: async (ctx, spec) => {
-      const { id, key } = await createApiKey(ctx, operatorCaller(), spec);
-      return { id, key };
+    local: async (ctx, spec): Promise<ApiKeyRecord> => {
+      const { key, record } = await createApiKey(ctx, operatorCaller(), spec);
+      return { ...asApiKeyRecord(record), key };
     },
-    remote: async (api, spec) => {
-      const created = await api.post<ApiKeyAnswer>('/api-keys', {
+    route: (spec) => ({
+      post: '/api-keys',
+      body: {
         name: spec.name,
         subject: { type: spec.subjectType, id: spec.subjectId },
         permissions: spec.permissions,
         allowedOrgIds: spec.allowedOrgIds,
         activeUntilDate: spec.activeUntil,
-      });
-      return { id: created.apiKeyId, key: secretOf(created.key, `API key ${created.apiKeyId}`, 'rotate it to get a key') };
-    },
+      },
+    }),
+    present: (created) => ({ id: created.apiKeyId, key: secretOf(created.key, `API key ${created.apiKeyId}`, 'rotate it to get a key') }),
   }),
-  'admin key revoke': adminCommand<string, Revoked>({
+  'admin key revoke': adminCommand({
     summary: 'revoke an API key (refused within 2 s)',
     positionals: [{ name: 'ID', description: 'the key id' }],
     input: ({ positionals }) => positionals[0]!,
-    local: async (ctx, id) => {
-      const record = keyView(await revokeApiKey(ctx, operatorCaller(), id));
-      return { id: record.id, status: record.status };
-    },
-    remote: async (api, id) => {
-      const record = await api.post<ApiKeyAnswer>(path`/api-keys/${id}/revoke`);
-      return { id: record.apiKeyId, status: record.status };
-    },
+    local: async (ctx, id) => asApiKeyRecord(await revokeApiKey(ctx, operatorCaller(), id)),
+    route: (id) => ({ post: path`/api-keys/${id}/revoke` }),
+    present: (record) => ({ id: record.apiKeyId, status: record.status }),
   }),
-  'admin key rotate': adminCommand<{ id: string; graceHours: number }, NewKey & { previousKeyExpiresAt: string }>({
+  'admin key rotate': adminCommand({
     summary: 'mint a successor with the same grants; prints it once; the old key expires after a grace period',
     positionals: [{ name: 'ID', description: 'the key id' }],
     options: { 'grace-hours': { type: 'string', value: 'H', description: `hours the old key stays valid, 0 to ${MAX_GRACE_HOURS} (default 24)` } },
@@ -188,24 +161,22 @@ export const keyCommands: Record<string, CliCommand> = {
       }
       return { id: positionals[0]!, graceHours };
     },
-    local: async (ctx, { id, graceHours }) => {
-      const rotated = await rotateApiKey(ctx, operatorCaller(), id, graceHours * 3600 * 1000);
-      return { id: rotated.id, key: rotated.key, previousKeyExpiresAt: rotated.previousKeyExpiresAt };
+    local: async (ctx, { id, graceHours }): Promise<ApiKeyRecord> => {
+      const { key, record, previousKeyExpiresAt } = await rotateApiKey(ctx, operatorCaller(), id, graceHours * 3600 * 1000);
+      return { ...asApiKeyRecord(record), key, previousKeyExpiresAt };
     },
-    remote: async (api, { id, graceHours }) => {
-      const rotated = await api.post<ApiKeyAnswer>(path`/api-keys/${id}/rotate`, { graceHours });
-      return {
-        id: rotated.apiKeyId,
-        key: secretOf(rotated.key, `successor of API key ${id}`, `revoke ${rotated.apiKeyId} and rotate ${id} again`),
-        previousKeyExpiresAt: rotated.previousKeyExpiresAt!,
-      };
-    },
+    route: ({ id, graceHours }) => ({ post: path`/api-keys/${id}/rotate`, body: { graceHours } }),
+    present: (rotated, { id }) => ({
+      id: rotated.apiKeyId,
+      key: secretOf(rotated.key, `successor of API key ${id}`, `revoke ${rotated.apiKeyId} and rotate ${id} again`),
+      previousKeyExpiresAt: rotated.previousKeyExpiresAt!,
+    }),
   }),
-  'admin key list': adminCommand<void, { items: ApiKeyView[] }>({
+  'admin key list': adminCommand({
     summary: 'list API keys (never their secrets)',
     columns: KEY_COLUMNS,
     input: () => undefined,
-    local: async (ctx) => ({ items: (await listAll((page) => listApiKeys(ctx, operatorCaller(), page))).map(keyView) }),
-    remote: async (api: AdminApi) => ({ items: (await listAll((page) => api.page<ApiKeyAnswer>('/api-keys', page))).map(keyViewOf) }),
+    read: (read) => read(API_KEYS, undefined),
+    present: itemsOf(apiKeyRow),
   }),
 };

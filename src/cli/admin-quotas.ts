@@ -1,4 +1,3 @@
-import type { AppContext } from '../context.js';
 import { operatorCaller } from '../domain/access/principal.js';
 import {
   connectionQuotasInput,
@@ -9,8 +8,9 @@ import {
   updateOrgConnectionQuotas,
   updatePartnerConnectionQuotas,
 } from '../domain/tenancy/connection-quotas.js';
-import { type AdminApi, path } from './admin-api.js';
-import { adminCommand, type CliCommand, type CliOption, UsageError } from './command.js';
+import { path } from './admin-api.js';
+import { adminCommand } from './admin-command.js';
+import { type CliCommand, type CliOption, UsageError } from './command.js';
 
 type Quotas = OrgConnectionQuotas | PartnerConnectionQuotas;
 type Tenant = { scope: 'org' | 'partner'; id: string };
@@ -36,8 +36,6 @@ function quotaValue(value: string | boolean | undefined, flag: string): number |
   return Number(value);
 }
 
-const readLocal = (ctx: AppContext, t: Tenant): Promise<Quotas> =>
-  t.scope === 'org' ? getOrgConnectionQuotas(ctx, operatorCaller(), t.id) : getPartnerConnectionQuotas(ctx, operatorCaller(), t.id);
 const routeOf = (t: Tenant) => (t.scope === 'org' ? path`/orgs/${t.id}/connection-quotas` : path`/partners/${t.id}/connection-quotas`);
 
 const DETAILS = [
@@ -46,15 +44,16 @@ const DETAILS = [
 ];
 
 export const quotaCommands: Record<string, CliCommand> = {
-  'admin quota show': adminCommand<Tenant, Quotas>({
+  'admin quota show': adminCommand({
     summary: "show an org's or a partner's connection quotas (device sockets, event streams per instance)",
     options: TENANT_OPTIONS,
     details: DETAILS,
     input: ({ values }) => tenantOf(values),
-    local: readLocal,
-    remote: (api: AdminApi, t) => api.get<Quotas>(routeOf(t)),
+    local: (ctx, t): Promise<Quotas> =>
+      t.scope === 'org' ? getOrgConnectionQuotas(ctx, operatorCaller(), t.id) : getPartnerConnectionQuotas(ctx, operatorCaller(), t.id),
+    route: (t) => ({ get: routeOf(t) }),
   }),
-  'admin quota set': adminCommand<Tenant & { body: unknown }, Quotas>({
+  'admin quota set': adminCommand({
     summary: "raise or lower an org's or a partner's connection quotas (default: back to the instance's setting)",
     options: {
       ...TENANT_OPTIONS,
@@ -69,8 +68,8 @@ export const quotaCommands: Record<string, CliCommand> = {
       // Validated here by the service's own schema, so that a bad value is the same usage error in both modes.
       return { ...tenant, body: connectionQuotasInput.parse(changes) };
     },
-    local: (ctx, { body, ...t }) =>
+    local: (ctx, { body, ...t }): Promise<Quotas> =>
       t.scope === 'org' ? updateOrgConnectionQuotas(ctx, operatorCaller(), t.id, body) : updatePartnerConnectionQuotas(ctx, operatorCaller(), t.id, body),
-    remote: (api, { body, ...t }) => api.patch<Quotas>(routeOf(t), body),
+    route: ({ body, ...t }) => ({ patch: routeOf(t), body }),
   }),
 };

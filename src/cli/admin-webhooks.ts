@@ -1,7 +1,7 @@
 import type { AppContext } from '../context.js';
 import { operatorCaller } from '../domain/access/principal.js';
 import { checkWebhookUrl } from '../domain/outbound/webhook-url.js';
-import { type SubscriptionRecord, type SubscriptionSpec, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../domain/webhooks/schema.js';
+import { type SubscriptionRecord, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../domain/webhooks/schema.js';
 import {
   createSubscription,
   type DeliveryView,
@@ -14,8 +14,9 @@ import {
   updateSubscription,
 } from '../domain/webhooks/service.js';
 import { AppError } from '../errors.js';
-import { type AdminApi, AdminApiError, path, secretOf } from './admin-api.js';
-import { adminCommand, type CliCommand, type CliPositional, firstItems, listAll, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
+import { type AdminApiError, path, secretOf } from './admin-api.js';
+import { type AdminList, adminCommand, itemsOf, pageOf } from './admin-command.js';
+import { type CliCommand, type CliPositional, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
 import { formatTable } from './output.js';
 
 function parseEventTypes(value: string | boolean | undefined): WebhookEventType[] | null {
@@ -64,44 +65,21 @@ async function withPrivateTargetHint<T>(ctx: AppContext, url: string | undefined
 }
 
 /** Over the admin API: the same, naming the server's setting. */
-async function withServerPrivateTargetHint<T>(url: string | undefined, write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (err) {
-    if (err instanceof AdminApiError && err.code === 'invalid_url' && privateOnly(url)) throw err.withHint(SERVER_PRIVATE_TARGETS_HINT);
-    throw err;
-  }
-}
+const serverPrivateTargetHint = (refusal: AdminApiError, url: string | undefined) =>
+  refusal.code === 'invalid_url' && privateOnly(url) ? refusal.withHint(SERVER_PRIVATE_TARGETS_HINT) : refusal;
 
-/** A subscription as the commands show it (never its secret). */
-interface WebhookView {
-  id: string;
-  subject: { type: string; id: string };
-  url: string;
-  allowedOrgIds: string[] | null;
-  eventTypes: string[] | null;
+/** A subscription as the admin API answers it (`webhookId`), with the secret in a creating answer. */
+export type WebhookRecord = Pick<SubscriptionRecord, 'url' | 'subject' | 'allowedOrgIds' | 'eventTypes' | 'disabledReason' | 'createdAt' | 'updatedAt'> & {
+  webhookId: string;
   status: 'active' | 'disabled';
-  disabledReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+  secret?: string;
+};
 
-/** The admin API's record (`webhookId`), with the secret in a creating answer. */
-type WebhookAnswer = Omit<WebhookView, 'id'> & { webhookId: string; secret?: string };
+/** The service's record under the admin API's names, so that both sides print through `webhookRow`. */
+const asWebhookRecord = (r: SubscriptionRecord): WebhookRecord => ({ ...r, webhookId: r.id, status: r.status === 'active' ? 'active' : 'disabled' });
 
-const webhookView = (r: SubscriptionRecord): WebhookView => ({
-  id: r.id,
-  subject: r.subject,
-  url: r.url,
-  allowedOrgIds: r.allowedOrgIds,
-  eventTypes: r.eventTypes,
-  status: r.status === 'active' ? 'active' : 'disabled',
-  disabledReason: r.disabledReason,
-  createdAt: r.createdAt,
-  updatedAt: r.updatedAt,
-});
-
-const webhookViewOf = (r: WebhookAnswer): WebhookView => ({
+/** A subscription as the commands print it (never its secret). */
+const webhookRow = (r: WebhookRecord) => ({
   id: r.webhookId,
   subject: r.subject,
   url: r.url,
@@ -113,11 +91,19 @@ const webhookViewOf = (r: WebhookAnswer): WebhookView => ({
   updatedAt: r.updatedAt,
 });
 
-/** The outcome of a test ping. */
-interface PingView {
-  id: string;
+const WEBHOOKS: AdminList<void, WebhookRecord> = {
+  page: (ctx, _, page) => pageOf(listSubscriptions(ctx, operatorCaller(), page), asWebhookRecord),
+  route: () => '/webhooks',
+};
+const DELIVERIES: AdminList<string, DeliveryView> = {
+  page: (ctx, id, page) => listDeliveries(ctx, operatorCaller(), id, page),
+  route: (id) => path`/webhooks/${id}/deliveries`,
+};
+
+/** The outcome of a test ping as the admin API answers it (`status`: the receiver's HTTP status). */
+interface PingAnswer {
   outcome: 'succeeded' | 'failed';
-  responseCode: number | null;
+  status: number | null;
   latencyMs: number;
   error: string | null;
 }
@@ -151,17 +137,19 @@ type Changes = { url?: string; allowedOrgIds?: string[] | null; eventTypes?: Web
 const ID: CliPositional[] = [{ name: 'ID', description: 'the subscription id' }];
 const idOf = ({ positionals }: { positionals: string[] }) => positionals[0]!;
 
-const STATUS_CHANGE = (status: 'active' | 'disabled') => ({
-  positionals: ID,
-  input: idOf,
-  local: async (ctx: AppContext, id: string) =>
-    webhookView(await setSubscriptionStatus(ctx, operatorCaller(), id, status, status === 'disabled' ? 'disabled by an operator' : null)),
-  remote: async (api: AdminApi, id: string) =>
-    webhookViewOf(await api.post<WebhookAnswer>(path`/webhooks/${id}/${status === 'active' ? 'enable' : 'disable'}`)),
-});
+const statusChange = (status: 'active' | 'disabled', summary: string) =>
+  adminCommand({
+    summary,
+    positionals: ID,
+    input: idOf,
+    local: async (ctx, id) =>
+      asWebhookRecord(await setSubscriptionStatus(ctx, operatorCaller(), id, status, status === 'disabled' ? 'disabled by an operator' : null)),
+    route: (id) => ({ post: path`/webhooks/${id}/${status === 'active' ? 'enable' : 'disable'}` }),
+    present: webhookRow,
+  });
 
 export const webhookCommands: Record<string, CliCommand> = {
-  'admin webhook create': adminCommand<SubscriptionSpec, { id: string; secret: string }>({
+  'admin webhook create': adminCommand({
     summary: 'register a webhook subscription; prints its signing secret once',
     options: {
       subject: { type: 'string', value: 'SUBJECT', required: true, description: 'org:ID, enterprise:ID or partner:ID (covers every org beneath it)' },
@@ -180,24 +168,28 @@ export const webhookCommands: Record<string, CliCommand> = {
       allowedOrgIds: parseIdList(values['allowed-orgs'], 'allowed-orgs'),
       eventTypes: parseEventTypes(values.events),
     }),
-    local: async (ctx, spec) => {
-      const { id, secret } = await withPrivateTargetHint(ctx, spec.url, () => createSubscription(ctx, operatorCaller(), spec));
-      return { id, secret };
+    local: async (ctx, spec): Promise<WebhookRecord> => {
+      const { secret, record } = await withPrivateTargetHint(ctx, spec.url, () => createSubscription(ctx, operatorCaller(), spec));
+      return { ...asWebhookRecord(record), secret };
     },
-    remote: async (api, spec) => {
-      const body = { url: spec.url, subject: { type: spec.subjectType, id: spec.subjectId }, allowedOrgIds: spec.allowedOrgIds, eventTypes: spec.eventTypes };
-      const created = await withServerPrivateTargetHint(spec.url, () => api.post<WebhookAnswer>('/webhooks', body));
-      return { id: created.webhookId, secret: secretOf(created.secret, `subscription ${created.webhookId}`, 'rotate its secret to get one') };
-    },
+    route: (spec) => ({
+      post: '/webhooks',
+      body: { url: spec.url, subject: { type: spec.subjectType, id: spec.subjectId }, allowedOrgIds: spec.allowedOrgIds, eventTypes: spec.eventTypes },
+    }),
+    explain: (refusal, spec) => serverPrivateTargetHint(refusal, spec.url),
+    present: (created) => ({
+      id: created.webhookId,
+      secret: secretOf(created.secret, `subscription ${created.webhookId}`, 'rotate its secret to get one'),
+    }),
   }),
-  'admin webhook list': adminCommand<void, { items: WebhookView[] }>({
+  'admin webhook list': adminCommand({
     summary: 'list webhook subscriptions (never their secrets)',
     columns: ['id', 'subject', 'url', 'eventTypes', 'status', 'disabledReason'],
     input: () => undefined,
-    local: async (ctx) => ({ items: (await listAll((page) => listSubscriptions(ctx, operatorCaller(), page))).map(webhookView) }),
-    remote: async (api) => ({ items: (await listAll((page) => api.page<WebhookAnswer>('/webhooks', page))).map(webhookViewOf) }),
+    read: (read) => read(WEBHOOKS, undefined),
+    present: itemsOf(webhookRow),
   }),
-  'admin webhook update': adminCommand<{ id: string; changes: Changes }, WebhookView>({
+  'admin webhook update': adminCommand({
     summary: "change a subscription's URL, allowed orgs or event types",
     positionals: ID,
     options: {
@@ -220,59 +212,47 @@ export const webhookCommands: Record<string, CliCommand> = {
       return { id: positionals[0]!, changes };
     },
     local: async (ctx, { id, changes }) =>
-      webhookView(await withPrivateTargetHint(ctx, changes.url, () => updateSubscription(ctx, operatorCaller(), id, changes))),
-    remote: async (api, { id, changes }) =>
-      webhookViewOf(await withServerPrivateTargetHint(changes.url, () => api.patch<WebhookAnswer>(path`/webhooks/${id}`, changes))),
+      asWebhookRecord(await withPrivateTargetHint(ctx, changes.url, () => updateSubscription(ctx, operatorCaller(), id, changes))),
+    route: ({ id, changes }) => ({ patch: path`/webhooks/${id}`, body: changes }),
+    explain: (refusal, { changes }) => serverPrivateTargetHint(refusal, changes.url),
+    present: webhookRow,
   }),
-  'admin webhook disable': adminCommand<string, WebhookView>({
-    summary: 'stop deliveries to a subscription (they queue until it is enabled)',
-    ...STATUS_CHANGE('disabled'),
-  }),
-  'admin webhook enable': adminCommand<string, WebhookView>({
-    summary: 'resume deliveries; use replay for events of the disabled period',
-    ...STATUS_CHANGE('active'),
-  }),
-  'admin webhook rotate-secret': adminCommand<string, { id: string; secret: string; previousSecretExpiresAt: string }>({
+  'admin webhook disable': statusChange('disabled', 'stop deliveries to a subscription (they queue until it is enabled)'),
+  'admin webhook enable': statusChange('active', 'resume deliveries; use replay for events of the disabled period'),
+  'admin webhook rotate-secret': adminCommand({
     summary: 'mint a new signing secret and print it once; the previous one also signs for 24 h',
     positionals: ID,
     input: idOf,
-    local: async (ctx, id) => {
+    local: async (ctx, id): Promise<{ webhookId: string; secret?: string; previousSecretExpiresAt: string }> => {
       const rotated = await rotateSubscriptionSecret(ctx, operatorCaller(), id);
-      return { id: rotated.id, secret: rotated.secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt };
+      return { webhookId: rotated.id, secret: rotated.secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt };
     },
-    remote: async (api, id) => {
-      const rotated = await api.post<{ webhookId: string; secret?: string; previousSecretExpiresAt: string }>(path`/webhooks/${id}/rotate-secret`);
-      return {
-        id: rotated.webhookId,
-        secret: secretOf(rotated.secret, `secret rotation of subscription ${id}`, 'rotate it again'),
-        previousSecretExpiresAt: rotated.previousSecretExpiresAt,
-      };
-    },
+    route: (id) => ({ post: path`/webhooks/${id}/rotate-secret` }),
+    present: (rotated, id) => ({
+      id: rotated.webhookId,
+      secret: secretOf(rotated.secret, `secret rotation of subscription ${id}`, 'rotate it again'),
+      previousSecretExpiresAt: rotated.previousSecretExpiresAt,
+    }),
   }),
-  'admin webhook delete': adminCommand<string, { id: string; deleted: true }>({
+  'admin webhook delete': adminCommand({
     summary: 'remove a subscription, its queue and its delivery log',
     positionals: ID,
     input: idOf,
-    local: (ctx, id) => deleteSubscription(ctx, operatorCaller(), id),
-    remote: async (api, id) => ({ id: (await api.delete<{ webhookId: string }>(path`/webhooks/${id}`)).webhookId, deleted: true }),
+    local: async (ctx, id) => ({ webhookId: (await deleteSubscription(ctx, operatorCaller(), id)).id }),
+    route: (id) => ({ delete: path`/webhooks/${id}` }),
+    present: (deleted) => ({ id: deleted.webhookId, deleted: true as const }),
   }),
-  'admin webhook deliveries': adminCommand<{ id: string; limit: number }, Deliveries>({
+  'admin webhook deliveries': adminCommand({
     summary: 'recent deliveries, newest first: event, status, attempts and the latest one (response code, latency, error)',
     positionals: ID,
     options: { limit: { type: 'string', value: 'N', description: 'how many deliveries, 1 to 1000 (default 50)' } },
     json: 'print {"subscriptionId","items":[deliveries, each with its attempts]} instead of text',
     human: deliveriesTable,
     input: ({ positionals, values }) => ({ id: positionals[0]!, limit: parseLimit(values.limit) }),
-    local: async (ctx, { id, limit }) => ({
-      subscriptionId: id.toLowerCase(),
-      items: await firstItems(limit, (page) => listDeliveries(ctx, operatorCaller(), id, page)),
-    }),
-    remote: async (api, { id, limit }) => ({
-      subscriptionId: id.toLowerCase(),
-      items: await firstItems(limit, (page) => api.page<DeliveryView>(path`/webhooks/${id}/deliveries`, page)),
-    }),
+    read: (read, { id, limit }) => read(DELIVERIES, id, limit),
+    present: (items, { id }): Deliveries => ({ subscriptionId: id.toLowerCase(), items }),
   }),
-  'admin webhook replay': adminCommand<{ id: string; since: string; until?: string }, { id: string; replayed: number }>({
+  'admin webhook replay': adminCommand({
     summary: 'queue again every covered event since a time (receivers dedupe on eventId)',
     positionals: ID,
     options: {
@@ -284,30 +264,21 @@ export const webhookCommands: Record<string, CliCommand> = {
       since: parseTime(requireOption(values, 'since'), 'since'),
       until: typeof values.until === 'string' ? parseTime(values.until, 'until') : undefined,
     }),
-    local: async (ctx, { id, since, until }) => {
-      const replay = await replayDeliveries(ctx, operatorCaller(), id, since, until);
-      return { id: replay.id, replayed: replay.requeued };
-    },
-    remote: async (api, { id, since, until }) => {
-      const replay = await api.post<{ replayed: number }>(path`/webhooks/${id}/replay`, { since, until });
-      return { id: id.toLowerCase(), replayed: replay.replayed };
-    },
+    local: async (ctx, { id, since, until }) => ({ replayed: (await replayDeliveries(ctx, operatorCaller(), id, since, until)).requeued }),
+    route: ({ id, since, until }) => ({ post: path`/webhooks/${id}/replay`, body: { since, until } }),
+    present: (replay, { id }) => ({ id: id.toLowerCase(), replayed: replay.replayed }),
   }),
-  'admin webhook test': adminCommand<string, PingView>({
+  'admin webhook test': adminCommand({
     summary: 'send a signed webhook.ping now and print the outcome (exit code 1 when it failed)',
     positionals: ID,
     input: idOf,
-    local: async (ctx, id) => {
+    local: async (ctx, id): Promise<PingAnswer> => {
       // The HTTP client is loaded by this command only.
       const ping = await (await import('../domain/webhooks/test-ping.js')).sendTestPing(ctx, operatorCaller(), id);
-      return { id: ping.id, outcome: ping.outcome, responseCode: ping.responseCode, latencyMs: ping.latencyMs, error: ping.error };
+      return { outcome: ping.outcome, status: ping.responseCode, latencyMs: ping.latencyMs, error: ping.error };
     },
-    remote: async (api, id) => {
-      const ping = await api.post<{ outcome: 'succeeded' | 'failed'; status: number | null; latencyMs: number; error: string | null }>(
-        path`/webhooks/${id}/test`,
-      );
-      return { id: id.toLowerCase(), outcome: ping.outcome, responseCode: ping.status, latencyMs: ping.latencyMs, error: ping.error };
-    },
+    route: (id) => ({ post: path`/webhooks/${id}/test` }),
+    present: (ping, id) => ({ id: id.toLowerCase(), outcome: ping.outcome, responseCode: ping.status, latencyMs: ping.latencyMs, error: ping.error }),
     failure: (result) =>
       result.outcome === 'succeeded'
         ? null

@@ -27,7 +27,7 @@ export interface CliArgs {
 }
 
 /** What every command declares for its help and its output. */
-interface CommandInfo<R> {
+export interface CommandInfo<R> {
   /** One line: in the group's listing and at the top of the command's help. */
   summary: string;
   /** Positional arguments it requires, in order. */
@@ -64,7 +64,8 @@ export interface StandaloneCommand<R = unknown> extends CommandInfo<R> {
 /**
  * A command with an admin API route. Its arguments are parsed once (`input`, before anything is opened); then it
  * runs either on the database through the domain services (`local`, as the operator) or on a server through its
- * admin API (`remote`). Both give the same result `R`, so the output does not depend on where the command ran.
+ * admin API (`remote`). Both give the same result `R`, so the output does not depend on where the command ran:
+ * `adminCommand` (admin-command.ts) derives both from one declaration.
  */
 export interface AdminCommand<I = unknown, R = unknown> extends CommandInfo<R> {
   standalone?: undefined;
@@ -80,11 +81,6 @@ export const isAdminCommand = (command: CliCommand): command is AdminCommand => 
 
 /** Declares a command that works on the database only (the literal alone could not tell it from the other kinds). */
 export function databaseCommand<R>(command: DatabaseCommand<R>): DatabaseCommand<R> {
-  return command;
-}
-
-/** Declares an admin command: its type parameters hold `local` and `remote` to one input and one result type. */
-export function adminCommand<I, R>(command: AdminCommand<I, R>): AdminCommand<I, R> {
   return command;
 }
 
@@ -115,31 +111,4 @@ export function parseIdList(value: string | boolean | undefined, flag: string): 
     .filter(Boolean);
   if (ids.length === 0 || !ids.every((id) => /^[0-9a-f-]{36}$/.test(id))) throw new UsageError(`--${flag} must be a comma-separated list of ids`);
   return ids;
-}
-
-/** Every item of a paged service list, for the operator's `list` commands. */
-export async function listAll<T>(page: (params: { cursor?: string; limit: number }) => Promise<{ items: T[]; nextCursor: string | null }>): Promise<T[]> {
-  const items: T[] = [];
-  let cursor: string | undefined;
-  do {
-    const result = await page({ cursor, limit: 200 });
-    items.push(...result.items);
-    cursor = result.nextCursor ?? undefined;
-  } while (cursor);
-  return items;
-}
-
-/** The first `n` items of a paged list (newest first for deliveries), a page of at most 200 at a time. */
-export async function firstItems<T>(
-  n: number,
-  page: (params: { cursor?: string; limit: number }) => Promise<{ items: T[]; nextCursor: string | null }>,
-): Promise<T[]> {
-  const items: T[] = [];
-  let cursor: string | undefined;
-  do {
-    const result = await page({ cursor, limit: Math.min(200, n - items.length) });
-    items.push(...result.items);
-    cursor = result.nextCursor ?? undefined;
-  } while (cursor && items.length < n);
-  return items.slice(0, n);
 }

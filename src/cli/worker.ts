@@ -5,7 +5,7 @@ import { loadConfig } from '../config.js';
 import type { FailureReport } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { startPgEventListener } from '../db/postgres/listener.js';
-import { describeError } from '../delivery/log.js';
+import { describeError } from '../observability/describe-error.js';
 import type { CliCommand } from './command.js';
 import { UsageError } from './command.js';
 
@@ -48,7 +48,7 @@ export const workerCommands: Record<string, CliCommand> = {
       const { Dispatcher } = await import('../delivery/dispatcher.js');
       const dispatcher = new Dispatcher(ctx, { ...options, logger });
       // On PostgreSQL, NOTIFYs from the instances that write events wake this worker at once.
-      const stopListener = startPgEventListener(ctx.db, (event) => ctx.bus.committed(event), reportFailure);
+      const stopListener = startPgEventListener(ctx.db, (event) => ctx.eventLog.committed(event), reportFailure);
       dispatcher.start();
       logger.info({ workerId: dispatcher.workerId, database: ctx.db.describe }, 'webhook worker started');
       const shutdown = async (signal: string) => {

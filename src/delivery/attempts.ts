@@ -5,9 +5,10 @@ import { nowIso } from '../domain/shared/ids.js';
 import { signingSecrets } from '../domain/webhooks/schema.js';
 import { signatureHeader } from '../domain/webhooks/signing.js';
 import { type SendResult, WebhookSender } from './http-sender.js';
-import { type DeliveryLogger, describeError } from './log.js';
+import { describeError } from '../observability/describe-error.js';
+import type { DeliveryLogger } from './log.js';
 import type { AttemptOutcome } from './outcomes.js';
-import type { ClaimedDelivery } from './queue.js';
+import type { ClaimedDelivery } from '../domain/webhooks/queue.js';
 import { webhookTargetResolver } from './target-resolver.js';
 
 /** Signs and sends one claimed delivery, logs and counts the attempt, and returns its outcome for the recorder. */

@@ -5,8 +5,9 @@ import type { Claim, DeliveryClaimer } from './claimer.js';
 import type { EventFanOut } from './fan-out.js';
 import type { InFlightScheduler } from './in-flight.js';
 import type { WorkerLiveness } from './liveness.js';
-import { type DeliveryLogger, describeError } from './log.js';
-import { releaseClaims } from './queue.js';
+import { describeError } from '../observability/describe-error.js';
+import type { DeliveryLogger } from './log.js';
+import { releaseClaims } from '../domain/webhooks/queue.js';
 
 export interface ClaimLoopParts {
   fanOut: EventFanOut;

@@ -3,7 +3,7 @@ import type { WebhookSubscriptionTable } from '../db/types.js';
 import type { FanOutClaim } from './fan-out.js';
 import type { InFlightScheduler } from './in-flight.js';
 import { aliveSince } from './liveness.js';
-import { activeSubscriptions, attachBodies, type ClaimedDelivery, claimDueDeliveries, type LeaseTerms } from './queue.js';
+import { activeSubscriptions, attachBodies, type ClaimedDelivery, claimDueDeliveries, type LeaseTerms } from '../domain/webhooks/queue.js';
 
 /** What one subscription got in a round; `asked` is null for deliveries taken at fan-out rather than claimed. */
 export interface Claim {

@@ -86,7 +86,7 @@ function settingsOf(ctx: AppContext, options: DispatcherOptions): Settings {
  * The webhook delivery worker, composed of named parts: the fan-out of committed events into deliveries
  * (fan-out.ts), rounds of claims (claim-loop.ts, claimer.ts), the in-flight scheduler (in-flight.ts),
  * signed sends (attempts.ts), batched outcome records (outcomes.ts) and the worker's heartbeat (liveness.ts).
- * It wakes on the event bus and a periodic poll; the database (queue.ts) is always the source of truth.
+ * It wakes on the event bus and a periodic poll; the database (domain/webhooks/queue.ts) is always the source of truth.
  */
 export class Dispatcher {
   readonly workerId: string;
@@ -138,7 +138,7 @@ export class Dispatcher {
     if (this.started) return;
     this.started = true;
     this.liveness.start();
-    const unsubscribe = this.ctx.bus.onCommitted(({ orgId }) => {
+    const unsubscribe = this.ctx.eventLog.onCommitted(({ orgId }) => {
       this.loop.committed(orgId);
     });
     const poll = setInterval(() => this.loop.poll(), this.settings.pollIntervalMs);

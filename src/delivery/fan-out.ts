@@ -4,7 +4,9 @@ import type { Database, WebhookDeliveryTable, WebhookSubscriptionTable } from '.
 import { findOrgScope } from '../domain/orgs/scope.js';
 import { newId, nowIso } from '../domain/shared/ids.js';
 import { activeSubscriptionsInTree, subscriptionWants } from '../domain/webhooks/repo.js';
-import { advanceCursor, type ClaimedDelivery, committedOffset, eventsInRange, insertNewDeliveries, lockCursor, orgsBehind, pendingDelivery } from './queue.js';
+import { type ClaimedDelivery, insertNewDeliveries, pendingDelivery } from '../domain/webhooks/queue.js';
+import { advanceCursor, lockCursor, orgsAheadOfCursor } from '../log/cursors.js';
+import { committedOffset, eventsInRange } from '../log/reads.js';
 
 /** Events of one org turned into deliveries per round; an org with more is fanned out again in the next round. */
 const FAN_OUT_BATCH = 500;
@@ -44,12 +46,12 @@ async function fanOutOrg(tx: Tx, orgId: string, batchSize: number, claim?: FanOu
   if (offset === null) return { subscriptionIds, more: false, claimed };
   // The org's committed offset is read before its subscriptions, as the events were before: an
   // event is matched against the subscriptions that existed once it had committed.
-  const last = Math.min(await committedOffset(tx, orgId), offset + batchSize);
+  const last = Math.min(await committedOffset(tx.db, orgId), offset + batchSize);
   if (last <= offset) return { subscriptionIds, more: false, claimed };
   const scope = await findOrgScope({ db: tx.db }, orgId);
   const subscriptions = scope ? await activeSubscriptionsInTree(tx.db, scope) : [];
   // Most orgs subscribe nothing: their cursor moves on without their events (and bodies) being read.
-  const events = subscriptions.length === 0 ? [] : await eventsInRange(tx, orgId, offset, last);
+  const events = subscriptions.length === 0 ? [] : await eventsInRange(tx.db, orgId, offset, last);
   const now = nowIso();
   const rows: WebhookDeliveryTable[] = [];
   /** Rows written claimed, by id: handed to the worker only if their insert took place. */
@@ -125,7 +127,7 @@ export class EventFanOut {
     this.pendingOrgs.clear();
     if (this.scanAllOrgs) {
       this.scanAllOrgs = false;
-      for (const id of await orgsBehind(this.db, ORG_SCAN_LIMIT)) orgs.add(id);
+      for (const id of await orgsAheadOfCursor(this.db, ORG_SCAN_LIMIT)) orgs.add(id);
     }
     return orgs;
   }

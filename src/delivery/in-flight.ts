@@ -1,5 +1,5 @@
 import type { WebhookSubscriptionTable } from '../db/types.js';
-import type { ClaimedDelivery } from './queue.js';
+import type { ClaimedDelivery } from '../domain/webhooks/queue.js';
 
 export interface InFlightOptions {
   perSubscription: number;

@@ -1,8 +1,9 @@
 import { hostname } from 'node:os';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/types.js';
-import { type DeliveryLogger, describeError } from './log.js';
-import { beat, removeWorker, removeWorkers, removeWorkersSilentSince, upsertWorker, workersOn } from './queue.js';
+import { describeError } from '../observability/describe-error.js';
+import type { DeliveryLogger } from './log.js';
+import { beat, removeWorker, removeWorkers, removeWorkersSilentSince, upsertWorker, workersOn } from '../domain/webhooks/queue.js';
 
 /** How often a worker beats its row. */
 const HEARTBEAT_INTERVAL_MS = 1000;

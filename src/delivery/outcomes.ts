@@ -5,8 +5,9 @@ import { newId, nowIso } from '../domain/shared/ids.js';
 import { findSubscription } from '../domain/webhooks/repo.js';
 import { disableOrEnable, dispatcherCaller } from '../domain/webhooks/service.js';
 import type { SendResult } from './http-sender.js';
-import { type DeliveryLogger, describeError } from './log.js';
-import { type ClaimedDelivery, clearFailing, insertAttempts, markDelivered, markFailing, recordFailure, returnInterrupted } from './queue.js';
+import { describeError } from '../observability/describe-error.js';
+import type { DeliveryLogger } from './log.js';
+import { type ClaimedDelivery, clearFailing, insertAttempts, markDelivered, markFailing, recordFailure, returnInterrupted } from '../domain/webhooks/queue.js';
 import { CONTINUOUS_FAILURE_LIMIT_MS, nextRetryDelayMs } from './retry-policy.js';
 
 export interface AttemptOutcome {

@@ -9,7 +9,7 @@ import { DeviceConnection } from './connection.js';
 import { DeviceQuotas } from './device-quotas.js';
 import { ConnectionRegistry } from './connection-registry.js';
 import { HeartbeatWatch } from './heartbeat-watch.js';
-import { OrgStreams } from './org-streams.js';
+import { DeviceStreams } from './device-streams.js';
 import { Presence } from './presence.js';
 import { CloseCode, parseDeviceFrame } from './protocol.js';
 import { ResendWatch } from './resend-watch.js';
@@ -25,8 +25,6 @@ export interface DeviceGatewayOptions {
   silenceTimeoutMs: number;
   /** How often open sockets of revoked devices are looked for. */
   revocationCheckMs: number;
-  /** Backstop for lost wake-ups: compare each org's committed offset with what was read. */
-  pollIntervalMs: number;
   /** Acknowledged offsets are written in batches at this interval. */
   ackFlushMs: number;
   /** How often acknowledgement deadlines' re-sends that fell due are looked for. */
@@ -37,7 +35,6 @@ export interface DeviceGatewayOptions {
   maxDeviceFrameBytes: number;
   /** Connections per instance; more are refused with 503 before the upgrade. */
   maxConnections: number;
-  pageSize: number;
   closeGraceMs: number;
 }
 
@@ -45,19 +42,17 @@ export const defaultGatewayOptions: DeviceGatewayOptions = {
   pingIntervalMs: 25_000,
   silenceTimeoutMs: 60_000,
   revocationCheckMs: 2_000,
-  pollIntervalMs: 2_000,
   ackFlushMs: 1_000,
   resendCheckMs: 1_000,
   maxBufferedBytes: 1024 * 1024,
   maxDeviceFrameBytes: 4 * 1024,
   maxConnections: 100_000,
-  pageSize: 500,
   closeGraceMs: 2_000,
 };
 
 /**
  * The device gateway: authenticates WebSocket upgrades on /devices/v1/stream (UpgradeGate), replays
- * and streams each org's committed events to its devices (OrgStreams), and keeps their presence and
+ * and streams each org's committed events to its devices (DeviceStreams, following the org's event log), and keeps their presence and
  * acknowledged offsets in the database (Presence, AckRecorder). HeartbeatWatch and RevocationWatch
  * close the sockets of silent and revoked devices; ResendWatch sends an event again half-way to its
  * acknowledgement deadline. This class wires one socket's events to them.
@@ -67,7 +62,7 @@ export class DeviceGateway {
   private readonly background: BackgroundWork;
   private readonly connections = new ConnectionRegistry();
   private readonly presence: Presence;
-  private readonly streams: OrgStreams;
+  private readonly streams: DeviceStreams;
   private readonly heartbeat: HeartbeatWatch;
   private readonly revocations: RevocationWatch;
   private readonly acks: AckRecorder;
@@ -89,11 +84,7 @@ export class DeviceGateway {
     this.onError = onError;
     this.background = new BackgroundWork(onError);
     this.presence = new Presence(ctx.db, this.background);
-    this.streams = new OrgStreams(ctx, this.background, onError, {
-      pageSize: options.pageSize,
-      replayHighWaterBytes: Math.floor(options.maxBufferedBytes / 2),
-      pollIntervalMs: options.pollIntervalMs,
-    });
+    this.streams = new DeviceStreams(ctx, onError, Math.floor(options.maxBufferedBytes / 2));
     this.heartbeat = new HeartbeatWatch(this.connections, this.presence, options);
     this.revocations = new RevocationWatch(ctx.db, this.connections, this.background, options.revocationCheckMs);
     this.acks = new AckRecorder(ctx.db, this.background, options.ackFlushMs);
@@ -110,7 +101,6 @@ export class DeviceGateway {
   }
 
   start(): void {
-    this.streams.start();
     this.gate.listen(this.server);
     this.heartbeat.start();
     this.revocations.start();
@@ -125,12 +115,11 @@ export class DeviceGateway {
   }
 
   stats(): { connections: number; orgs: number } {
-    return { connections: this.connections.size, orgs: this.streams.size };
+    return { connections: this.connections.size, orgs: this.streams.orgs };
   }
 
   private async shutDown(): Promise<void> {
     this.gate.close();
-    this.streams.stop();
     this.heartbeat.stop();
     this.revocations.stop();
     this.resends.stop();

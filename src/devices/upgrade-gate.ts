@@ -12,7 +12,7 @@ import type { AuthThrottle } from '../edge/auth-throttle.js';
 import type { ClientAddresses } from '../edge/client-address.js';
 import type { ConnectionIntake } from '../edge/connection-intake.js';
 import type { TenantConnections } from '../edge/tenant-connections.js';
-import { committedOffset } from '../events/read.js';
+import { committedOffset } from '../log/reads.js';
 import type { DeviceQuotas } from './device-quotas.js';
 import { DEVICE_STREAM_PATH, parseAfter } from './protocol.js';
 

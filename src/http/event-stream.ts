@@ -1,12 +1,9 @@
 import type { ServerResponse } from 'node:http';
-import type { DbHandle } from '../db/connect.js';
-import { eventsAfter, type StoredEvent } from '../events/read.js';
 import type { Principal } from '../domain/access/principal.js';
-import type { EventBus } from '../events/bus.js';
+import type { EventLog, Following, LogSink, StoredEvent } from '../log/follow.js';
 import type { ConnectionBudget } from '../edge/connection-budget.js';
 import type { TenantQuota } from '../domain/tenancy/connection-quotas.js';
 import type { TenantConnections } from '../edge/tenant-connections.js';
-import { LiveReader } from '../events/live-reader.js';
 import { AppError } from '../errors.js';
 
 /**
@@ -16,15 +13,9 @@ import { AppError } from '../errors.js';
  * capped per key and per process, and drops a client that does not read.
  */
 
-/** Rows the live reader fetches per query. */
-const PAGE = 500;
-/** Rows a replay reads per turn of the event loop. */
-const REPLAY_PAGE = 100;
-/** Replays reading or writing a page at once (see ReplayTurns); the others wait for a later turn. */
-const REPLAY_TURNS_AT_ONCE = 4;
 const KEEP_ALIVE_MS = 15_000;
-/** Wake-ups are hints; this poll bounds the delay when one is lost (e.g. another instance's commit). */
-const BACKSTOP_POLL_MS = 1_000;
+/** How often streams whose client stopped reading are looked for. */
+const STALL_CHECK_MS = 1_000;
 /** Credentials re-read at once by one re-check round. */
 const RECHECK_READS_AT_ONCE = 16;
 /** Retry-After of a refused stream: a key at its limit must first close one; a full instance may have room soon. */
@@ -64,49 +55,17 @@ export interface StreamAccess {
 
 const EVENT_TYPE = /"eventType":"([a-z._]+)"/;
 
+/** Each live event is framed once for every stream of its org (the log hands the same row to all of them). */
+const framed = new WeakMap<StoredEvent, string>();
+
 function frameOf(row: StoredEvent): string {
-  const type = EVENT_TYPE.exec(row.payload)?.[1] ?? 'event';
-  return `id: ${row.offset}\nevent: ${type}\ndata: ${row.payload}\n\n`;
-}
-
-/**
- * Paces the replays of this process: a page is read and written only while holding a turn, granted on
- * an event-loop iteration of its own, few at once. Otherwise fast replays (SQLite reads are synchronous)
- * would run page after page in microtasks and hold /healthz and every request meanwhile.
- */
-class ReplayTurns {
-  private held = 0;
-  private readonly waiting: (() => void)[] = [];
-  private scheduled = false;
-
-  constructor(private readonly atOnce: number) {}
-
-  /** Resolves on a later iteration of the event loop, holding one of the turns; `release` gives it back. */
-  acquire(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      this.waiting.push(resolve);
-      this.schedule();
-    });
+  let frame = framed.get(row);
+  if (frame === undefined) {
+    const type = EVENT_TYPE.exec(row.payload)?.[1] ?? 'event';
+    frame = `id: ${row.offset}\nevent: ${type}\ndata: ${row.payload}\n\n`;
+    framed.set(row, frame);
   }
-
-  release(): void {
-    this.held--;
-    this.schedule();
-  }
-
-  private schedule(): void {
-    if (this.scheduled || this.waiting.length === 0 || this.held >= this.atOnce) return;
-    this.scheduled = true;
-    setImmediate(this.grant);
-  }
-
-  private readonly grant = (): void => {
-    this.scheduled = false;
-    while (this.held < this.atOnce && this.waiting.length > 0) {
-      this.held++;
-      this.waiting.shift()!();
-    }
-  };
+  return frame;
 }
 
 /** The streams opened with one key (by its bearer token, which the re-checks verify again). */
@@ -132,7 +91,7 @@ export interface StreamSlot {
 
 export type StreamAdmission = { admitted: true; slot: StreamSlot } | { admitted: false; error: AppError; retryAfterSeconds: number };
 
-class Watcher {
+class Watcher implements LogSink {
   /** No more events are written (ended or dropped); the response may still be flushing. */
   closed = false;
   /** Writes not yet handed to the kernel, and when that queue last moved. */
@@ -156,6 +115,12 @@ class Watcher {
   write(text: string): void {
     if (this.unflushed++ === 0) this.movedAt = Date.now();
     this.res.write(text, this.flushed);
+  }
+
+  /** The log's next event for this stream; false once the stream has closed. */
+  take(row: StoredEvent): boolean {
+    this.send(row.offset, frameOf(row));
+    return !this.closed;
   }
 
   send(offset: number, frame: string): void {
@@ -203,139 +168,37 @@ class Watcher {
   }
 }
 
-/** Everything this process streams to the watchers of one org; see OrgStream for the device side. */
-class OrgFeed extends LiveReader<Watcher> {
-  constructor(
-    orgId: string,
-    db: DbHandle,
-    private readonly turns: ReplayTurns,
-    private readonly onError: (err: unknown) => void,
-  ) {
-    super(orgId, db, PAGE);
-  }
-
-  /** Watchers still replaying. */
-  replaying = 0;
-
-  get idle(): boolean {
-    return this.live.size === 0 && this.replaying === 0 && !this.running;
-  }
-
-  protected deliver(row: StoredEvent): void {
-    const frame = frameOf(row);
-    for (const w of this.live) {
-      w.send(row.offset, frame);
-      if (w.closed) this.live.delete(w);
-    }
-  }
-
-  protected readFailed(err: unknown): void {
-    this.onError(err);
-  }
-
-  /**
-   * Replays what the watcher missed on its own, a page per turn (see ReplayTurns) and paced by its
-   * client, then joins the live readers in one synchronous step (no row can fall between).
-   */
-  async admit(w: Watcher): Promise<void> {
-    this.replaying++;
-    // The page being written and how far; whether the last read found nothing beyond what was sent:
-    // only then may the watcher start the live reader from its own position.
-    let rows: StoredEvent[] = [];
-    let next = 0;
-    let atEnd = false;
-    try {
-      while (!w.closed) {
-        // Paced by the client: a replay of many events never sits in server memory at once. It joins
-        // only with a drained queue too, so the live reader does not find it over the bound at once.
-        if (w.backedUp) {
-          await w.drained();
-          continue;
-        }
-        if (next >= rows.length) {
-          if (this.live.size === 0 && !this.running) {
-            if (atEnd) {
-              this.readOffset = w.last;
-              this.join(w);
-              return;
-            }
-          } else if (this.readOffset !== null && w.last >= this.readOffset) {
-            this.join(w);
-            return;
-          }
-        }
-        await this.turns.acquire();
-        try {
-          if (w.closed) return;
-          if (next >= rows.length) {
-            rows = await eventsAfter(this.db, this.orgId, w.last, REPLAY_PAGE);
-            next = 0;
-            atEnd = rows.length < REPLAY_PAGE;
-          }
-          while (next < rows.length && !w.backedUp) {
-            const row = rows[next++]!;
-            w.send(row.offset, frameOf(row));
-            if (w.closed) return;
-          }
-        } finally {
-          this.turns.release();
-        }
-        // Nothing newer yet the live reader is ahead: this read's snapshot predates the reader's.
-        // Read again shortly; never skip ahead, that would be a gap.
-        if (rows.length === 0 && (this.live.size > 0 || this.running)) await new Promise((r) => setTimeout(r, 20));
-      }
-    } finally {
-      this.replaying--;
-    }
-  }
-
-  private join(w: Watcher): void {
-    this.live.add(w);
-    // Rows committed between the replay's last read and now were announced while this watcher was
-    // not live; read once more so they are not left waiting for the next commit.
-    this.wake();
-  }
-}
-
 export class BrowserStreams {
-  private readonly feeds = new Map<string, OrgFeed>();
   private readonly watchers = new Set<Watcher>();
   /** By bearer token: one entry per key with streams open or being opened. */
   private readonly credentials = new Map<string, StreamCredential>();
   private pending = 0;
-  private readonly turns = new ReplayTurns(REPLAY_TURNS_AT_ONCE);
-  private readonly unsubscribe: () => void;
+  private readonly following = new Map<Watcher, Following>();
   private readonly untrack: () => void;
   private readonly timers: NodeJS.Timeout[];
   private rechecking = false;
   private stopped = false;
 
   constructor(
-    private readonly db: DbHandle,
-    bus: EventBus,
+    private readonly log: EventLog,
     private readonly access: StreamAccess,
     private readonly budget: ConnectionBudget,
     private readonly tenants: TenantConnections,
     private readonly limits: StreamLimits,
     private readonly onError: (err: unknown, where: string) => void,
   ) {
-    this.unsubscribe = bus.onCommitted((event) => this.feeds.get(event.orgId)?.wake(event));
     this.untrack = budget.track(() => this.watchers.size + this.pending);
-    const poll = setInterval(() => {
-      for (const [orgId, feed] of this.feeds) {
-        if (feed.idle) this.feeds.delete(orgId);
-        else feed.wake();
-      }
+    const stallCheck = setInterval(() => {
       const now = Date.now();
       for (const w of this.watchers) if (w.stalled(now)) w.drop();
-    }, BACKSTOP_POLL_MS);
+    }, STALL_CHECK_MS);
     const keepAlive = setInterval(() => {
       for (const w of this.watchers) if (!w.closed) w.write(': keep-alive\n\n');
     }, KEEP_ALIVE_MS);
     const recheck = setInterval(() => {
       void this.recheck();
     }, limits.recheckMs);
-    this.timers = [poll, keepAlive, recheck];
+    this.timers = [stallCheck, keepAlive, recheck];
     for (const t of this.timers) t.unref();
   }
 
@@ -419,19 +282,14 @@ export class BrowserStreams {
     const w = new Watcher(res, after, orgId, credential, this.limits);
     credential.watchers.add(w);
     this.watchers.add(w);
-    let feed = this.feeds.get(orgId);
-    if (!feed) {
-      feed = new OrgFeed(orgId, this.db, this.turns, (err) => this.onError(err, 'read'));
-      this.feeds.set(orgId, feed);
-    }
-    const joined = feed;
     let gone = false;
     const leave = () => {
       if (gone) return;
       gone = true;
       w.closed = true;
       slot.uncharge?.();
-      joined.live.delete(w);
+      this.following.get(w)?.close();
+      this.following.delete(w);
       this.watchers.delete(w);
       credential.watchers.delete(w);
       this.forgetIfIdle(credential);
@@ -446,7 +304,9 @@ export class BrowserStreams {
       w.end();
       return;
     }
-    joined.admit(w).catch((err) => {
+    const following = this.log.follow(orgId, after, w, { onError: (err) => this.onError(err, 'read') });
+    this.following.set(w, following);
+    following.caughtUp.catch((err) => {
       this.onError(err, 'replay');
       w.end();
     });
@@ -508,7 +368,6 @@ export class BrowserStreams {
   /** Ends every stream (the server is stopping); browsers reconnect with their last id. */
   close(): void {
     this.stopped = true;
-    this.unsubscribe();
     this.untrack();
     for (const t of this.timers) clearInterval(t);
     // A client that is not reading would hold the shutdown until its queue drained: it goes at once.

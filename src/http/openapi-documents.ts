@@ -1,4 +1,4 @@
-import { API_VERSION } from '../events/append.js';
+import { API_VERSION } from '../log/append.js';
 import { describeDeviceStream, describeWebhooks } from './openapi-events.js';
 import { exampleOf } from './openapi-examples.js';
 

@@ -1,4 +1,13 @@
-import { EVENT_TYPES } from '../domain/events/schema.js';
+import { eventEnvelope } from '../domain/events/schema.js';
+import {
+  DELIVERY_COMPLETED,
+  DELIVERY_OVERDUE,
+  EMERGENCY_CATEGORIZED,
+  EMERGENCY_DECLARED,
+  EMERGENCY_RESOLVED,
+  EVENT_TYPES,
+  type EventType,
+} from '../log/event-types.js';
 
 /**
  * What the service sends rather than answers: webhook deliveries (OpenAPI 3.1 `webhooks`) and the
@@ -9,7 +18,8 @@ import { EVENT_TYPES } from '../domain/events/schema.js';
 // biome-ignore lint/suspicious/noExplicitAny: OpenAPI fragments are walked generically (checked by the lint test)
 type Json = Record<string, any>;
 
-const ENVELOPE = { $ref: '#/components/schemas/EventEnvelope' };
+/** The envelope's schema, registered (and so listed among the components) by the event feed's schemas. */
+const ENVELOPE = { $ref: `#/components/schemas/${eventEnvelope.meta()?.id}` };
 
 const WEBHOOK_HEADERS: Json = {
   'webhook-id': { description: 'The eventId: the same for every attempt of one event (deduplicate on it).', required: true, schema: { type: 'string' } },
@@ -21,23 +31,24 @@ const WEBHOOK_HEADERS: Json = {
   },
 };
 
-const WHAT: Record<string, string> = {
-  'emergency.declared': 'An emergency was declared.',
-  'emergency.categorized': 'An emergency was moved to another category.',
-  'emergency.resolved': 'An emergency was resolved.',
-  'emergency.delivery_overdue': 'Base stations have not acknowledged an emergency event by its acknowledgement deadline.',
-  'emergency.delivery_completed': 'Every base station an overdue event targets has now acknowledged it.',
+/** What an event of each type tells; a type added to the list without a description here is a type error. */
+const WHAT: Record<EventType, string> = {
+  [EMERGENCY_DECLARED]: 'An emergency was declared.',
+  [EMERGENCY_CATEGORIZED]: 'An emergency was moved to another category.',
+  [EMERGENCY_RESOLVED]: 'An emergency was resolved.',
+  [DELIVERY_OVERDUE]: 'Base stations have not acknowledged an emergency event by its acknowledgement deadline.',
+  [DELIVERY_COMPLETED]: 'Every base station an overdue event targets has now acknowledged it.',
 };
 
 const EMERGENCY_ID = '0195f3a8-0000-7000-8000-000000000002';
 
 /** What `data` holds, by event type. */
-const DATA: Record<string, { text: string; example: (type: string) => Json }> = {
+const DATA: Partial<Record<EventType | 'change', { text: string; example: (type: string) => Json }>> = {
   change: {
     text: '`data.emergency` is the Emergency after the change.',
     example: (type) => ({ emergency: { emergencyId: EMERGENCY_ID, status: type.split('.')[1] } }),
   },
-  'emergency.delivery_overdue': {
+  [DELIVERY_OVERDUE]: {
     text:
       "Appended once per watched event (declared, categorized or resolved) when its deadline (the organization's or the " +
       "category's `ackDeadlineSeconds`) passes with a targeted base station silent. `data` (DeliveryOverdueData) names the " +
@@ -54,7 +65,7 @@ const DATA: Record<string, { text: string; example: (type: string) => Json }> = 
       silentDevicesTotal: 1,
     }),
   },
-  'emergency.delivery_completed': {
+  [DELIVERY_COMPLETED]: {
     text:
       'Appended once after an emergency.delivery_overdue, when every station the watched event targets has acknowledged it: ' +
       'stop escalating. `data` (DeliveryCompletedData) carries `completedAfterMs`, from the overdue event to the last acknowledgement.',
@@ -89,7 +100,7 @@ export function describeWebhooks(components: Json): Json {
                 createdAt: '2026-11-21T17:44:29.123Z',
                 orgId: '0195f3a8-0000-7000-8000-000000000001',
                 emergencyId: EMERGENCY_ID,
-                sequence: type === 'emergency.delivery_completed' ? 3 : type === 'emergency.delivery_overdue' ? 2 : 1,
+                sequence: type === DELIVERY_COMPLETED ? 3 : type === DELIVERY_OVERDUE ? 2 : 1,
                 data: data.example(type),
               },
             },

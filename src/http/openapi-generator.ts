@@ -1,6 +1,6 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
-import { API_VERSION } from '../events/append.js';
+import { API_VERSION } from '../log/append.js';
 import { API_PREFIX } from './prefixes.js';
 
 /**

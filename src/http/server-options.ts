@@ -1,20 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { FastifyBaseLogger, FastifyHttpOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyHttpOptions, FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
-import { proxyTrust } from '../edge/client-address.js';
+import type { ClientAddresses } from '../edge/client-address.js';
 import { DeferredChildLogger } from '../observability/deferred-logger.js';
 import { loggerOptions } from '../observability/log-format.js';
 import { clientErrorHandler, frameworkErrorHandler } from './framework-errors.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** A request as its log lines show it: the client address is the one the limits count (PROXY protocol and TRUST_PROXY applied). */
+function requestForLogs(addresses: ClientAddresses) {
+  return (request: FastifyRequest) => ({
+    method: request.method,
+    url: request.url,
+    host: request.host,
+    remoteAddress: addresses.of(request.raw),
+    remotePort: request.socket?.remotePort,
+  });
+}
+
 /** Fastify's options: logging, request ids, limits and the framework's own error answers. */
-export function serverOptions(config: Config): FastifyHttpOptions<Server> {
+export function serverOptions(config: Config, addresses: ClientAddresses): FastifyHttpOptions<Server> {
   const silent = config.LOG_LEVEL === 'silent';
-  const trust = proxyTrust(config.TRUST_PROXY);
+  const trust = addresses.trust;
   return {
-    logger: silent ? false : loggerOptions(config),
+    logger: silent ? false : { ...loggerOptions(config), serializers: { req: requestForLogs(addresses) } },
     bodyLimit: 1024 * 1024,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];

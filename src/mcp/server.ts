@@ -5,7 +5,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
 import type { Caller } from '../domain/access/principal.js';
-import { API_VERSION } from '../events/append.js';
+import { API_VERSION } from '../log/append.js';
 import { AppError, FieldValidationError } from '../errors.js';
 import { normalizeOrgId } from '../domain/shared/ids.js';
 import { hostileInputError } from '../edge/field-issues.js';

@@ -14,8 +14,8 @@ describe('several server instances on one PostgreSQL database', {
   let b: DeviceTestServer;
   before(async () => {
     // A long poll interval: deliveries across instances must come from LISTEN/NOTIFY, not the backstop.
-    a = await startDeviceServer({ devices: { pollIntervalMs: 60_000 } });
-    b = await startDeviceServer({ databaseUrl: a.databaseUrl, devices: { pollIntervalMs: 60_000 } });
+    a = await startDeviceServer({ eventLog: { pollIntervalMs: 60_000 } });
+    b = await startDeviceServer({ databaseUrl: a.databaseUrl, eventLog: { pollIntervalMs: 60_000 } });
   });
   after(async () => {
     await b?.stop();

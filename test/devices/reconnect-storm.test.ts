@@ -21,7 +21,7 @@ describe('device reconnect storm', () => {
   let server: DeviceTestServer;
   before(async () => {
     // Small pages so that the missed events span several pages.
-    server = await startDeviceServer({ devices: { pageSize: PAGE_SIZE, pollIntervalMs: 100 } });
+    server = await startDeviceServer({ eventLog: { pageSize: PAGE_SIZE, pollIntervalMs: 100 } });
   });
   after(() => server.close());
 

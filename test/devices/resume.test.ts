@@ -15,7 +15,7 @@ describe('device resume', () => {
   let server: DeviceTestServer;
   before(async () => {
     // Small pages so that replays and the live reader both cross many page boundaries.
-    server = await startDeviceServer({ devices: { pageSize: 16, pollIntervalMs: 100 } });
+    server = await startDeviceServer({ eventLog: { pageSize: 16, pollIntervalMs: 100 } });
   });
   after(() => server.close());
 

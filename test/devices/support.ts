@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import { loadConfig } from '../../src/config.js';
 import type { DeviceGatewayOptions } from '../../src/devices/gateway.js';
+import type { EventLogOptions } from '../../src/log/follow.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import { freshDatabaseUrl } from '../helpers/db.js';
 import { TEST_ENV } from '../helpers/server.js';
@@ -19,12 +20,12 @@ export interface DeviceTestServer extends RunningServer {
  * another test server to run a second instance on the same database.
  */
 export async function startDeviceServer(
-  options: { devices?: Partial<DeviceGatewayOptions>; databaseUrl?: string; port?: number } = {},
+  options: { devices?: Partial<DeviceGatewayOptions>; eventLog?: Partial<EventLogOptions>; databaseUrl?: string; port?: number } = {},
 ): Promise<DeviceTestServer> {
   const fresh = options.databaseUrl ? null : freshDatabaseUrl();
   const databaseUrl = options.databaseUrl ?? fresh!.url;
   const config = loadConfig({ ...TEST_ENV, PORT: String(options.port ?? 0), DATABASE_URL: databaseUrl });
-  const server = await startServer(config, undefined, { devices: options.devices });
+  const server = await startServer(config, undefined, { devices: options.devices, eventLog: options.eventLog });
   return {
     ...server,
     base: `${server.url}/api/public/v1`,

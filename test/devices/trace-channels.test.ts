@@ -3,7 +3,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice } from '../../src/domain/devices/service.js';
-import type { CommittedEvent } from '../../src/events/bus.js';
+import type { CommittedEvent } from '../../src/log/follow.js';
 import type { DeviceFrameWritten } from '../../src/observability/trace-channels.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey } from '../helpers/server.js';

@@ -7,6 +7,8 @@ import WebSocket from 'ws';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice } from '../../src/domain/devices/service.js';
 import { AlertPathProbe, abuseLoop, assertFairShare } from '../helpers/alert-path.js';
+import { type ChildServer, spawnServer } from '../helpers/child-server.js';
+import { freshDatabaseUrl } from '../helpers/db.js';
 import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 
 const hex = (length: number) => [...Array(length)].map(() => Math.floor(Math.random() * 16).toString(16)).join('');
@@ -150,5 +152,26 @@ describe('fair share: the PROXY protocol', () => {
     // Another client of the same proxy, named by either version.
     assert.equal(await rawGet(port, v2([192, 0, 2, 11]), path, madeUpKey()), 401);
     assert.equal(await rawGet(port, v1('192.0.2.12'), path, madeUpKey()), 401);
+  });
+});
+
+describe('the PROXY protocol in the logs', () => {
+  const database = freshDatabaseUrl();
+  let server: ChildServer;
+  before(async () => {
+    server = await spawnServer({ DATABASE_URL: database.url, PROXY_PROTOCOL: 'true', LOG_FORMAT: 'json' });
+  });
+  after(async () => {
+    await server.kill();
+    await database.drop();
+  });
+
+  it('log lines name the client the PROXY header gave, not the proxy', async () => {
+    const port = Number(new URL(server.url).port);
+    assert.equal(await rawGet(port, v1('192.0.2.77'), '/api/public/v1/orgs/none/emergencies', madeUpKey()), 401);
+    await new Promise((r) => setTimeout(r, 300));
+    const incoming = server.lines.filter((l) => l.req?.url === '/api/public/v1/orgs/none/emergencies');
+    assert.ok(incoming.length > 0, JSON.stringify(server.lines.slice(-5)));
+    assert.deepEqual(new Set(incoming.map((l) => l.req.remoteAddress)), new Set(['192.0.2.77']));
   });
 });

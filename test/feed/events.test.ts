@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice } from '../../src/domain/devices/service.js';
-import { pruneExpiredEvents } from '../../src/events/retention.js';
+import { pruneExpiredEvents } from '../../src/log/retention.js';
 import { createSubscription } from '../../src/domain/webhooks/service.js';
 import { startReceiver, type Receiver, verify, waitFor } from '../delivery/helpers.js';
 import { connectDevice } from '../devices/support.js';

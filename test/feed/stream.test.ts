@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { pruneExpiredEvents } from '../../src/events/retention.js';
+import { pruneExpiredEvents } from '../../src/log/retention.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 

@@ -48,7 +48,7 @@ async function startRelay(target: URL): Promise<{ url: string; cut(): void; clos
 function heardForNewOrg(ctx: AppContext): { orgId: string; heard: CommittedEvent[] } {
   const orgId = randomUUID();
   const heard: CommittedEvent[] = [];
-  ctx.bus.onCommitted((event) => {
+  ctx.eventLog.onCommitted((event) => {
     if (event.orgId === orgId) heard.push(event);
   });
   return { orgId, heard };
@@ -68,7 +68,7 @@ describe('the PostgreSQL event listener', { skip: onPostgres ? false : 'LISTEN/N
     const reported: string[] = [];
     const stop = startPgEventListener(
       ctx.db,
-      (event) => ctx.bus.committed(event),
+      (event) => ctx.eventLog.committed(event),
       (_err, consequence) => reported.push(consequence),
     );
     const { orgId, heard } = heardForNewOrg(ctx);
@@ -100,7 +100,7 @@ describe('the PostgreSQL event listener', { skip: onPostgres ? false : 'LISTEN/N
 
   it("wakes its readers with other instances' notifications only: its own commits woke them already", { timeout: 30_000 }, async () => {
     const ctx = createContext(loadConfig({ DATABASE_URL: base, LOG_LEVEL: 'silent' }));
-    const stop = startPgEventListener(ctx.db, (event) => ctx.bus.committed(event));
+    const stop = startPgEventListener(ctx.db, (event) => ctx.eventLog.committed(event));
     const { orgId, heard } = heardForNewOrg(ctx);
     const writer = await connectWriter();
     try {

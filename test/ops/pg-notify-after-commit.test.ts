@@ -136,8 +136,8 @@ describe('a lost wake-up between instances on PostgreSQL', {
   let listener: pg.Client;
   const notified: CommittedEvent[] = [];
   before(async () => {
-    a = await startDeviceServer({ devices: { pollIntervalMs: POLL_MS } });
-    b = await startDeviceServer({ databaseUrl: a.databaseUrl, devices: { pollIntervalMs: POLL_MS } });
+    a = await startDeviceServer({ eventLog: { pollIntervalMs: POLL_MS } });
+    b = await startDeviceServer({ databaseUrl: a.databaseUrl, eventLog: { pollIntervalMs: POLL_MS } });
     // Every NOTIFY on the channel, whoever sends it (other suites too: filtered by org below).
     listener = await observeNotifications(notified);
   });
@@ -155,7 +155,7 @@ describe('a lost wake-up between instances on PostgreSQL', {
     // What instance B's readers were woken with for this org: only B's own commits (none here) and
     // the NOTIFYs its LISTEN connection hears.
     const heardOnB: number[] = [];
-    b.ctx.bus.onCommitted((event) => {
+    b.ctx.eventLog.onCommitted((event) => {
       if (event.orgId === org.orgId) heardOnB.push(event.offset);
     });
     const notifiedOffsets = () => notified.filter((n) => n.orgId === org.orgId).map((n) => n.offset);
@@ -240,10 +240,10 @@ describe('wake-ups only while another instance listens, on PostgreSQL', {
     // the commits are announced again, and that instance hears them.
     const other = createContext(loadConfig({ DATABASE_URL: a.databaseUrl, LOG_LEVEL: 'silent' }));
     const heardByOther: number[] = [];
-    other.bus.onCommitted((event) => {
+    other.eventLog.onCommitted((event) => {
       if (event.orgId === org.orgId) heardByOther.push(event.offset);
     });
-    const stopOther = startPgEventListener(other.db, (event) => other.bus.committed(event));
+    const stopOther = startPgEventListener(other.db, (event) => other.eventLog.committed(event));
     try {
       const started = Date.now();
       let first = 0;

@@ -1,3 +1,4 @@
+import { EMERGENCY_RESOLVED } from '../../log/event-types.js';
 import type { EmergencyRecord } from '../emergencies/schema.js';
 import { capAreaOf, capCategoryOf, capSeverityOf, capTime } from './export-mapping.js';
 import type { CapTransition, EmergencyForCap } from './repo.js';
@@ -42,7 +43,7 @@ function messagesOf(emergency: EmergencyRecord, row: EmergencyForCap, transition
     messages.push({
       identifier: capIdentifierOf(emergency.emergencyId, t.sequence),
       sent: t.created_at,
-      msgType: t.event_type === 'emergency.resolved' ? 'Cancel' : 'Update',
+      msgType: t.event_type === EMERGENCY_RESOLVED ? 'Cancel' : 'Update',
     });
   }
   const current = MSG_TYPE_OF_STATUS[emergency.status];

@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { CapEventMappingTable, Database } from '../../db/types.js';
+import { EMERGENCY_CATEGORIZED, EMERGENCY_RESOLVED } from '../../log/event-types.js';
+import { eventsOfEmergencies, streamHeads } from '../../log/reads.js';
 
 /** An emergency as the CAP export reads it: its stored record and what dates its latest change. */
 export interface EmergencyForCap {
@@ -20,7 +22,7 @@ export interface CapTransition {
 /** Of an emergency's transitions, the export names at most this many of the latest in `references`. */
 export const MAX_TRANSITIONS = 100;
 
-const TRANSITION_TYPES = ['emergency.categorized', 'emergency.resolved'];
+const TRANSITION_TYPES = [EMERGENCY_CATEGORIZED, EMERGENCY_RESOLVED];
 
 export async function emergencyForCap(db: Kysely<Database>, orgId: string, emergencyId: string): Promise<EmergencyForCap | undefined> {
   const row = await db
@@ -72,17 +74,8 @@ export async function emergenciesForFeed(db: Kysely<Database>, orgId: string, re
  */
 export async function transitionsOf(db: Kysely<Database>, orgId: string, emergencyIds: string[]): Promise<Map<string, CapTransition[]>> {
   const out = new Map<string, CapTransition[]>(emergencyIds.map((id) => [id, []]));
-  for (let i = 0; i < emergencyIds.length; i += 100) {
-    const rows = await db
-      .selectFrom('events')
-      .select(['emergency_id', 'event_type', 'sequence', 'created_at'])
-      .where('org_id', '=', orgId)
-      .where('emergency_id', 'in', emergencyIds.slice(i, i + 100))
-      .where('event_type', 'in', TRANSITION_TYPES)
-      .orderBy('emergency_id')
-      .orderBy('sequence')
-      .execute();
-    for (const row of rows) out.get(row.emergency_id)?.push({ ...row, sequence: Number(row.sequence) });
+  for (const row of await eventsOfEmergencies(db, orgId, emergencyIds, TRANSITION_TYPES)) {
+    out.get(row.emergency_id)?.push({ ...row, sequence: Number(row.sequence) });
   }
   for (const [id, list] of out) if (list.length > MAX_TRANSITIONS) out.set(id, list.slice(-MAX_TRANSITIONS));
   return out;
@@ -90,8 +83,13 @@ export async function transitionsOf(db: Kysely<Database>, orgId: string, emergen
 
 /** What a cached feed of the org depends on besides the clock: its name, and its stream's head (every change of an emergency is an event). */
 export async function feedStamp(db: Kysely<Database>, orgId: string): Promise<{ name: string; offset: number }> {
-  const row = await db.selectFrom('orgs').select(['name', 'event_offset']).where('id', '=', orgId).executeTakeFirstOrThrow();
-  return { name: row.name, offset: Number(row.event_offset) };
+  const row = await db
+    .selectFrom('orgs as o')
+    .innerJoin(streamHeads(db).as('h'), 'h.org_id', 'o.id')
+    .select(['o.name', 'h.head'])
+    .where('o.id', '=', orgId)
+    .executeTakeFirstOrThrow();
+  return { name: row.name, offset: Number(row.head) };
 }
 
 export async function orgName(db: Kysely<Database>, orgId: string): Promise<string> {

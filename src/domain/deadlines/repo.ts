@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Tx } from '../../db/connect.js';
 import type { AckDeadlineTable, Database } from '../../db/types.js';
+import { eventsWithIds } from '../../log/reads.js';
 
 type Db = Kysely<Database>;
 
@@ -103,13 +104,8 @@ export async function settleDeadline(
 /** The watched events, by id: what the targeting rule needs of each. */
 export async function watchedEvents(db: Db, eventIds: readonly string[]): Promise<Map<string, { stream_offset: number; created_at: string }>> {
   const found = new Map<string, { stream_offset: number; created_at: string }>();
-  for (let i = 0; i < eventIds.length; i += CHUNK) {
-    const rows = await db
-      .selectFrom('events')
-      .select(['id', 'stream_offset', 'created_at'])
-      .where('id', 'in', eventIds.slice(i, i + CHUNK))
-      .execute();
-    for (const row of rows) found.set(row.id, { stream_offset: Number(row.stream_offset), created_at: row.created_at });
+  for (const row of await eventsWithIds(db, eventIds, ['id', 'stream_offset', 'created_at'])) {
+    found.set(row.id, { stream_offset: Number(row.stream_offset), created_at: row.created_at });
   }
   return found;
 }
@@ -122,21 +118,30 @@ export interface DueResend {
   payload: string;
 }
 
-/** Events of these orgs whose deadline is still pending and whose re-send fell due in (from, to], with their stored envelope. */
+/**
+ * Events of these orgs whose deadline is still pending and whose re-send fell due in (from, to], with their stored envelope,
+ * in stream order within each org. Most checks find no deadline due and end after the first read.
+ */
 export async function resendsDue(db: Db, orgIds: readonly string[], from: string, to: string): Promise<DueResend[]> {
   const due: DueResend[] = [];
   for (let i = 0; i < orgIds.length; i += CHUNK) {
-    const rows = await db
-      .selectFrom('ack_deadlines as d')
-      .innerJoin('events as e', 'e.id', 'd.event_id')
-      .select(['d.event_id', 'd.org_id', 'e.stream_offset', 'e.created_at', 'e.payload'])
-      .where('d.resend_at', '>', from)
-      .where('d.resend_at', '<=', to)
-      .where('d.state', '=', 'pending')
-      .where('d.org_id', 'in', orgIds.slice(i, i + CHUNK))
-      .orderBy('e.stream_offset')
+    const deadlines = await db
+      .selectFrom('ack_deadlines')
+      .select('event_id')
+      .where('resend_at', '>', from)
+      .where('resend_at', '<=', to)
+      .where('state', '=', 'pending')
+      .where('org_id', 'in', orgIds.slice(i, i + CHUNK))
       .execute();
-    for (const r of rows) due.push({ eventId: r.event_id, orgId: r.org_id, offset: Number(r.stream_offset), createdAt: r.created_at, payload: r.payload });
+    if (deadlines.length === 0) continue;
+    // An event removed by retention meanwhile is no longer found, and is not sent again.
+    const events = await eventsWithIds(
+      db,
+      deadlines.map((d) => d.event_id),
+      ['id', 'org_id', 'stream_offset', 'created_at', 'payload'],
+    );
+    const found = events.map((e) => ({ eventId: e.id, orgId: e.org_id, offset: Number(e.stream_offset), createdAt: e.created_at, payload: e.payload }));
+    due.push(...found.sort((a, b) => a.offset - b.offset));
   }
   return due;
 }

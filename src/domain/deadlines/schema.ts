@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { EMERGENCY_CHANGE_TYPES } from '../../log/event-types.js';
 import { timestamp, uuid } from '../shared/schema.js';
 
 export const ACK_DEADLINE_MIN_SECONDS = 5;
@@ -16,10 +17,9 @@ export const ackDeadlineSeconds = z
   .meta({ example: 30 });
 
 /** The emergency transitions base stations must receive: each gets a deadline when one applies. */
-export const WATCHED_EVENT_TYPES = ['emergency.declared', 'emergency.categorized', 'emergency.resolved'] as const;
+export const WATCHED_EVENT_TYPES = EMERGENCY_CHANGE_TYPES;
 
-export const DELIVERY_OVERDUE = 'emergency.delivery_overdue';
-export const DELIVERY_COMPLETED = 'emergency.delivery_completed';
+export { DELIVERY_COMPLETED, DELIVERY_OVERDUE } from '../../log/event-types.js';
 
 /** Silent devices an overdue event names at most; `silentDevicesTotal` counts them all. */
 export const SILENT_DEVICES_LISTED = 100;

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { DbHandle, Tx } from '../../db/connect.js';
 import type { AckDeadlineTable, Database } from '../../db/types.js';
-import { appendEvent } from '../../events/append.js';
+import { appendEvent } from '../../log/append.js';
 import { lastFirstAckOfTargeted } from '../devices/repo.js';
 import { isOnline } from '../devices/service.js';
 import { activeDevicesOf, anySilent, censusCounts, censusOf, silentDevicesOf, type TargetingEvent } from '../devices/targeting.js';

@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import type { CategoryTable, Database } from '../../db/types.js';
 import type { Writes } from '../../db/unit-of-work.js';
-import type { EventEnvelope } from '../../events/append.js';
+import type { EventEnvelope } from '../../log/append.js';
 import { WATCHED_EVENT_TYPES } from './schema.js';
 
 /**

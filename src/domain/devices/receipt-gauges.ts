@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/types.js';
+import { eventPositions, streamHeads } from '../../log/reads.js';
 
 /**
  * The receipt gauges of /metrics, read from the database. Each reports a bounded number of labelled
@@ -26,8 +27,8 @@ export async function deviceAckLags(db: Kysely<Database>, limit: number): Promis
   // One row beyond the limit: the largest lag of the orgs left out.
   const rows = await db
     .selectFrom('devices as d')
-    .innerJoin('orgs as o', 'o.id', 'd.org_id')
-    .select(['d.org_id', (eb) => eb.fn.max(eb('o.event_offset', '-', eb.ref('d.acked_offset'))).as('lag')])
+    .innerJoin(streamHeads(db).as('o'), 'o.org_id', 'd.org_id')
+    .select(['d.org_id', (eb) => eb.fn.max(eb('o.head', '-', eb.ref('d.acked_offset'))).as('lag')])
     .where('d.status', '=', 'active')
     .groupBy('d.org_id')
     .orderBy('lag', 'desc')
@@ -42,7 +43,7 @@ export async function deviceAckLags(db: Kysely<Database>, limit: number): Promis
 export async function unacknowledgedDevices(db: Kysely<Database>, limit: number): Promise<UnacknowledgedDevices> {
   const pending = db
     .selectFrom('emergencies as em')
-    .innerJoin('events as ev', (join) => join.onRef('ev.emergency_id', '=', 'em.id').onRef('ev.sequence', '=', 'em.sequence'))
+    .innerJoin(eventPositions(db).as('ev'), (join) => join.onRef('ev.emergency_id', '=', 'em.id').onRef('ev.sequence', '=', 'em.sequence'))
     .leftJoin('devices as d', (join) =>
       join
         .onRef('d.org_id', '=', 'em.org_id')

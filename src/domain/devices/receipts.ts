@@ -1,6 +1,7 @@
 import type { AppContext } from '../../context.js';
-import { deliveryStatusCounts, fannedOutOffset } from '../../delivery/queue.js';
 import { FieldValidationError, fieldError } from '../../errors.js';
+import { cursorOffset } from '../../log/cursors.js';
+import { committedOffset, emergencyEvents } from '../../log/reads.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { deadlinesOfEvents } from '../deadlines/repo.js';
@@ -9,6 +10,7 @@ import { findOrgScope } from '../orgs/scope.js';
 import { CURSOR_SHAPES, decodeCursor, encodeCursor, keysetPage } from '../shared/cursor.js';
 import { itemsThatFit } from '../shared/page-bytes.js';
 import { CURSOR_INVALID_MESSAGE, type Page } from '../shared/schema.js';
+import { deliveryStatusCounts } from '../webhooks/queue.js';
 import { activeSubscriptionsInTree, subscriptionWants } from '../webhooks/repo.js';
 import { DEVICES_PER_EVENT, type DeviceReceiptItem, type EmergencyReceipts, type EventReceipt, type ReceiptsQuery } from './receipt-schema.js';
 import { firstAckTimes } from './repo.js';
@@ -30,8 +32,7 @@ export async function listOrgDevices(
   params: { cursor?: string; limit: number },
 ): Promise<Page<DeviceReceiptItem>> {
   const org = await authorize(ctx, caller, orgId, 'read');
-  const newest = await ctx.db.db.selectFrom('orgs').select('event_offset').where('id', '=', org.id).executeTakeFirstOrThrow();
-  const lastOffset = Number(newest.event_offset);
+  const lastOffset = await committedOffset(ctx.db.db, org.id);
   const now = Date.now();
   const query = ctx.db.db.selectFrom('devices').select(DEVICE_COLUMNS).where('org_id', '=', org.id);
   return keysetPage(query, { sort: 'name', keyOf: (row) => [row.name, row.id] }, params, (row) => ({
@@ -73,7 +74,7 @@ async function webhookReceipts(ctx: AppContext, orgId: string, events: EventRow[
     else if (row.status === 'failed') c.failed += n;
     else c.pending += n;
   }
-  const fannedOutTo = await fannedOutOffset(ctx.db.db, orgId);
+  const fannedOutTo = await cursorOffset(ctx.db.db, orgId);
   const notYet = events.filter((e) => Number(e.stream_offset) > fannedOutTo);
   if (notYet.length > 0) {
     const scope = await findOrgScope(ctx.db, orgId);
@@ -192,17 +193,14 @@ export async function emergencyReceipts(
   const org = await authorize(ctx, caller, orgId, 'read');
   const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   const from = params.deviceCursor === undefined ? null : decodeDeviceCursor(params.deviceCursor);
-  let query = ctx.db.db
-    .selectFrom('events')
-    .select(['id', 'stream_offset', 'event_type', 'sequence', 'created_at'])
-    .where('org_id', '=', org.id)
-    .where('emergency_id', '=', id);
-  if (from) query = query.where('sequence', '=', from.sequence);
-  else if (params.cursor) query = query.where('sequence', '>', decodeCursor(params.cursor, CURSOR_SHAPES.sequence)[0]);
-  const rows: EventRow[] = await query
-    .orderBy('sequence')
-    .limit(from ? 1 : params.limit + 1)
-    .execute();
+  const start = from ? { at: from.sequence } : { after: params.cursor ? decodeCursor(params.cursor, CURSOR_SHAPES.sequence)[0] : undefined };
+  const rows: EventRow[] = await emergencyEvents(ctx.db.db, org.id, id, start, from ? 1 : params.limit + 1, [
+    'id',
+    'stream_offset',
+    'event_type',
+    'sequence',
+    'created_at',
+  ]);
   const hasMore = !from && rows.length > params.limit;
   const events = hasMore ? rows.slice(0, params.limit) : rows;
   if (events.length === 0) return { emergencyId: id, events: [], nextCursor: null };

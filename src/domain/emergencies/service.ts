@@ -11,7 +11,8 @@ import type { Caller } from '../access/principal.js';
 import { principalActor, recordAudit } from '../audit/record.js';
 import { resolveCategory } from '../categories/service.js';
 import { ackDeadlineFor, recordAckDeadline } from '../deadlines/settings.js';
-import { appendEvent, type EmergencyEventType } from '../../events/append.js';
+import { appendEvent } from '../../log/append.js';
+import type { EventType } from '../../log/event-types.js';
 import { CURSOR_SHAPES, decodeCursor, encodeCursor } from '../shared/cursor.js';
 import { textsThatFit } from '../shared/page-bytes.js';
 import { isUuid, newId, nowIso } from '../shared/ids.js';
@@ -35,7 +36,7 @@ function recordTransition(
   writes: Writes,
   caller: Caller,
   change: { emergency: EmergencyRecord; recordJson: string; at: string; ackDeadline: number | null },
-  eventType: EmergencyEventType,
+  eventType: EventType,
   sequence: number,
   details: Record<string, unknown>,
 ): void {

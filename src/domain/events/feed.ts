@@ -1,5 +1,6 @@
 import type { AppContext } from '../../context.js';
 import { AppError } from '../../errors.js';
+import { emergencyEvents, matchingEventsAfter, streamBounds } from '../../log/reads.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { existingEmergencyId } from '../emergencies/not-found.js';
@@ -21,7 +22,7 @@ interface StoredItem {
 /** `{"offset":N,"event":}` around each envelope, N at most 10 digits. */
 const ITEM_WRAPPING_BYTES = 32;
 
-function pageJson(rows: StoredItem[], limit: number, cursorOf: (row: StoredItem) => (string | number)[], lastOffset?: number): string {
+function pageJson<R extends StoredItem>(rows: R[], limit: number, cursorOf: (row: R) => (string | number)[], lastOffset?: number): string {
   const hasMore = rows.length > limit;
   const fetched = hasMore ? rows.slice(0, limit) : rows;
   // A page also ends at PAGE_BYTES of items (extensions.md §9: no answer past 1 MiB).
@@ -32,12 +33,6 @@ function pageJson(rows: StoredItem[], limit: number, cursorOf: (row: StoredItem)
   return `{"items":[${items}],"nextCursor":${nextCursor}${lastOffset === undefined ? '' : `,"lastOffset":${lastOffset}`}}`;
 }
 
-/** Newest and highest removed offsets of an org's stream. */
-async function streamBounds(ctx: AppContext, orgId: string): Promise<{ lastOffset: number; prunedOffset: number }> {
-  const row = await ctx.db.db.selectFrom('orgs').select(['event_offset', 'pruned_offset']).where('id', '=', orgId).executeTakeFirstOrThrow();
-  return { lastOffset: Number(row.event_offset), prunedOffset: Number(row.pruned_offset) };
-}
-
 /**
  * `GET /orgs/{org_id}/events`: committed events after an offset, oldest first, as the response's
  * JSON text. `after` 0 (the default) starts at the oldest retained event; a later `after` whose
@@ -46,18 +41,12 @@ async function streamBounds(ctx: AppContext, orgId: string): Promise<{ lastOffse
 export async function listEventsJson(ctx: AppContext, caller: Caller, orgId: string, params: ListEventsQuery): Promise<string> {
   const org = await authorize(ctx, caller, orgId, 'read');
   const after = params.cursor ? decodeCursor(params.cursor, CURSOR_SHAPES.streamOffset)[0] : params.after;
-  let query = ctx.db.db.selectFrom('events').select(['stream_offset', 'payload']).where('org_id', '=', org.id).where('stream_offset', '>', after);
-  if (params.eventType) query = query.where('event_type', 'in', params.eventType);
-  if (params.emergencyId !== undefined) {
-    // An id that cannot name an emergency matches nothing (as a filter, not a 404).
-    query = query.where('emergency_id', '=', isUuid(params.emergencyId) ? params.emergencyId.toLowerCase() : '');
-  }
-  const rows = await query
-    .orderBy('stream_offset')
-    .limit(params.limit + 1)
-    .execute();
+  const { eventType: types, emergencyId } = params;
+  // An id that cannot name an emergency matches nothing (as a filter, not a 404).
+  const emergency = emergencyId === undefined ? undefined : isUuid(emergencyId) ? emergencyId.toLowerCase() : '';
+  const rows = await matchingEventsAfter(ctx.db.db, org.id, after, { types, emergencyId: emergency }, params.limit + 1);
   // Read after the rows: a prune that ran meanwhile is then seen, and lastOffset covers every row returned.
-  const { lastOffset, prunedOffset } = await streamBounds(ctx, org.id);
+  const { lastOffset, prunedOffset } = await streamBounds(ctx.db.db, org.id);
   if (after > 0 && after < prunedOffset) {
     throw new AppError('events_expired', `Events after offset ${after} are past the retention; the oldest offset still kept is ${prunedOffset + 1}.`, {
       oldestOffset: prunedOffset + 1,
@@ -76,14 +65,10 @@ export async function listEmergencyEventsJson(
 ): Promise<string> {
   const org = await authorize(ctx, caller, orgId, 'read');
   const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
-  let query = ctx.db.db.selectFrom('events').select(['stream_offset', 'payload', 'sequence']).where('org_id', '=', org.id).where('emergency_id', '=', id);
-  if (params.cursor) query = query.where('sequence', '>', decodeCursor(params.cursor, CURSOR_SHAPES.sequence)[0]);
-  const rows = await query
-    .orderBy('sequence')
-    .limit(params.limit + 1)
-    .execute();
-  const { lastOffset } = await streamBounds(ctx, org.id);
-  return pageJson(rows, params.limit, (r) => [Number((r as StoredItem & { sequence: number }).sequence)], lastOffset);
+  const after = params.cursor ? decodeCursor(params.cursor, CURSOR_SHAPES.sequence)[0] : undefined;
+  const rows = await emergencyEvents(ctx.db.db, org.id, id, { after }, params.limit + 1, ['stream_offset', 'payload', 'sequence']);
+  const { lastOffset } = await streamBounds(ctx.db.db, org.id);
+  return pageJson(rows, params.limit, (r) => [Number(r.sequence)], lastOffset);
 }
 
 export async function listEvents(ctx: AppContext, caller: Caller, orgId: string, params: ListEventsQuery): Promise<object> {
@@ -97,7 +82,7 @@ export async function listEvents(ctx: AppContext, caller: Caller, orgId: string,
  */
 export async function streamStart(ctx: AppContext, caller: Caller, orgId: string, after: number | undefined): Promise<{ orgId: string; after: number }> {
   const org = await authorize(ctx, caller, orgId, 'read');
-  const { lastOffset, prunedOffset } = await streamBounds(ctx, org.id);
+  const { lastOffset, prunedOffset } = await streamBounds(ctx.db.db, org.id);
   if (after === undefined) return { orgId: org.id, after: lastOffset };
   if (after > 0 && after < prunedOffset) {
     throw new AppError('events_expired', `Events after offset ${after} are past the retention; the oldest offset still kept is ${prunedOffset + 1}.`, {

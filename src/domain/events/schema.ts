@@ -1,15 +1,8 @@
 import { z } from 'zod';
+import { EVENT_TYPES, type EventType } from '../../log/event-types.js';
 import { PAGE_BYTES } from '../shared/page-bytes.js';
 import { deliveryCompletedData, deliveryOverdueData } from '../deadlines/schema.js';
 import { cursorParam, INT4_MAX, timestamp, uuid } from '../shared/schema.js';
-
-export const EVENT_TYPES = [
-  'emergency.declared',
-  'emergency.categorized',
-  'emergency.resolved',
-  'emergency.delivery_overdue',
-  'emergency.delivery_completed',
-] as const;
 
 /** The `data` of a transition (declared, categorized, resolved). */
 export const emergencyChangeData = z
@@ -61,7 +54,7 @@ const eventTypeList = z
         return z.NEVER;
       }
     }
-    return [...new Set(types)] as (typeof EVENT_TYPES)[number][];
+    return [...new Set(types)] as EventType[];
   })
   .describe('Only events of these types: repeat the parameter or give a comma list.');
 

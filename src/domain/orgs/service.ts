@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { inTransaction } from '../../db/connect.js';
 import type { EnterpriseTable, OrgTable, PartnerTable } from '../../db/types.js';
+import { newStreamColumns } from '../../log/append.js';
 import { adminSubjectOf, requireInstance, requireReach } from '../access/admin-scope.js';
 import type { Caller } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
@@ -135,8 +136,7 @@ export async function createOrg(ctx: AppContext, caller: Caller, enterpriseId: s
         partner_id: place.partnerId,
         name,
         created_at: nowIso(),
-        event_offset: 0,
-        pruned_offset: 0,
+        ...newStreamColumns(),
         ack_deadline_seconds: null,
       };
       await tx.db.insertInto('orgs').values(row).execute();

@@ -1,5 +1,5 @@
 import type { WebhookSubscriptionTable } from '../../db/types.js';
-import { EVENT_TYPES } from '../events/schema.js';
+import { EVENT_TYPES } from '../../log/event-types.js';
 import { fromJson } from '../shared/json.js';
 
 /** A subscription may filter on any event type of the org's stream. */

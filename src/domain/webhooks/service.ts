@@ -5,13 +5,14 @@ import type { WebhookSubscriptionTable } from '../../db/types.js';
 import type { Caller } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
 import { AppError } from '../../errors.js';
+import { eventsCreatedBetween } from '../../log/reads.js';
 import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
 import { BY_CREATION, CURSOR_SHAPES, decodeCursor, keysetPage, paginate } from '../shared/cursor.js';
 import { isUuid, newId, normalizeId, nowIso } from '../shared/ids.js';
 import type { Page } from '../shared/schema.js';
 import { placeOfSubject, requireOrgsWithinSubject, subjectWithin } from '../tenancy/places.js';
 import { fromJson, toJson } from '../shared/json.js';
-import { deleteQueueOf, deliveriesPage, deliveryCounts, latestAttempts, pendingDelivery, recentAttempts, requeueDelivery } from '../../delivery/queue.js';
+import { deleteQueueOf, deliveriesPage, deliveryCounts, latestAttempts, pendingDelivery, recentAttempts, requeueDelivery } from './queue.js';
 import { coveredOrgIds, findSubscription } from './repo.js';
 import { type SubscriptionRecord, type SubscriptionSpec, toSubscriptionRecord, WEBHOOK_EVENT_TYPES } from './schema.js';
 import { mintWebhookSecret } from './signing.js';
@@ -326,16 +327,7 @@ export async function replayDeliveries(
       let truncated = false;
       let nextSince: string | null = null;
       for (const orgId of orgIds) {
-        let query = tx.db
-          .selectFrom('events')
-          .select(['id', 'event_type', 'created_at'])
-          .where('org_id', '=', orgId)
-          .where('created_at', '>=', since)
-          .$if(until !== undefined, (q) => q.where('created_at', '<', until!))
-          .orderBy('stream_offset')
-          .limit(REPLAY_MAX_EVENTS - requeued + 1);
-        if (types) query = query.where('event_type', 'in', types);
-        const events = await query.execute();
+        const events = await eventsCreatedBetween(tx.db, orgId, { since, until }, types, REPLAY_MAX_EVENTS - requeued + 1);
         if (requeued + events.length > REPLAY_MAX_EVENTS) {
           truncated = true;
           events.length = REPLAY_MAX_EVENTS - requeued;

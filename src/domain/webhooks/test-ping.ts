@@ -1,10 +1,10 @@
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { WriteOptions } from '../../db/unit-of-work.js';
-import { insertSettledDelivery } from '../../delivery/queue.js';
+import { insertSettledDelivery } from './queue.js';
 import type { Caller } from '../access/principal.js';
 import { recordAudit } from '../audit/record.js';
-import { API_VERSION } from '../../events/append.js';
+import { API_VERSION } from '../../log/append.js';
 import { newId, nowIso } from '../shared/ids.js';
 import { fromJson } from '../shared/json.js';
 import { coveredOrgIds } from './repo.js';

@@ -1,11 +1,14 @@
-import { type Kysely, sql } from 'kysely';
-import type { Tx } from '../db/connect.js';
-import type { Database, WebhookAttemptTable, WebhookDeliveryTable, WebhookSubscriptionTable } from '../db/types.js';
+import type { Kysely } from 'kysely';
+import type { Tx } from '../../db/connect.js';
+import { inlineConstant } from '../../db/inline-constant.js';
+import type { Database, WebhookAttemptTable, WebhookDeliveryTable, WebhookSubscriptionTable } from '../../db/types.js';
+import { eventsWithIds } from '../../log/reads.js';
 
 /**
- * Every statement on the webhook queue (fan-out cursors, deliveries, attempts, live workers), and the
- * reads of events and subscriptions the dispatcher makes. The dispatcher and the webhooks service reach
- * these tables only through here, so this file shows every way the queue is read and written.
+ * Every statement on the webhook queue (deliveries, attempts, live workers), and the reads of
+ * subscriptions the dispatcher makes. The dispatcher and the webhooks service reach these tables only
+ * through here, so this file shows every way the queue is read and written. The fan-out's cursors over
+ * the event stream and the events themselves belong to the event log (src/log/).
  */
 
 type Db = Kysely<Database>;
@@ -13,66 +16,6 @@ type Db = Kysely<Database>;
 /** Delivery rows and the attempt log are written in chunks, to stay within the drivers' parameter limits. */
 const INSERT_CHUNK = 200;
 const ID_LIST_CHUNK = 500;
-
-// ---- Fan-out: per-org cursors over the event stream ----
-
-/** Organizations whose committed event stream is ahead of the fan-out cursor (the polling backstop). */
-export async function orgsBehind(db: Db, limit: number): Promise<string[]> {
-  const rows = await db
-    .selectFrom('orgs as o')
-    .leftJoin('webhook_cursors as c', 'c.org_id', 'o.id')
-    .select('o.id')
-    .where((eb) => eb('o.event_offset', '>', eb.fn.coalesce('c.last_offset', eb.lit(0))))
-    .limit(limit)
-    .execute();
-  return rows.map((r) => r.id);
-}
-
-/**
- * Locks the org's cursor row and returns its offset, or null when another worker holds it (that
- * worker is fanning out the same org right now; SKIP LOCKED keeps this one from waiting on it).
- */
-export async function lockCursor(tx: Tx, orgId: string, now: string): Promise<number | null> {
-  const select = () => {
-    const q = tx.db.selectFrom('webhook_cursors').select('last_offset').where('org_id', '=', orgId);
-    return tx.skipLocked(q).executeTakeFirst();
-  };
-  const found = await select();
-  if (found) return Number(found.last_offset);
-  // Not found: either it does not exist yet, or another worker holds it (skipped).
-  const exists = await tx.db.selectFrom('webhook_cursors').select('org_id').where('org_id', '=', orgId).executeTakeFirst();
-  if (exists) return null;
-  // An org created after the migration: its stream starts at offset 1.
-  await tx.db
-    .insertInto('webhook_cursors')
-    .values({ org_id: orgId, last_offset: 0, updated_at: now })
-    .onConflict((oc) => oc.column('org_id').doNothing())
-    .execute();
-  const created = await select();
-  return created ? Number(created.last_offset) : null;
-}
-
-export async function advanceCursor(tx: Tx, orgId: string, lastOffset: number, now: string): Promise<void> {
-  await tx.db.updateTable('webhook_cursors').set({ last_offset: lastOffset, updated_at: now }).where('org_id', '=', orgId).execute();
-}
-
-/** The org's last committed stream offset. */
-export async function committedOffset(tx: Tx, orgId: string): Promise<number> {
-  const head = await tx.db.selectFrom('orgs').select('event_offset').where('id', '=', orgId).executeTakeFirst();
-  return Number(head?.event_offset ?? 0);
-}
-
-/** The org's events in (after, upTo], in stream order: the gap-free per-org order, never a global one. */
-export async function eventsInRange(tx: Tx, orgId: string, after: number, upTo: number) {
-  return tx.db
-    .selectFrom('events')
-    .select(['id', 'stream_offset', 'event_type', 'created_at', 'payload'])
-    .where('org_id', '=', orgId)
-    .where('stream_offset', '>', after)
-    .where('stream_offset', '<=', upTo)
-    .orderBy('stream_offset')
-    .execute();
-}
 
 // ---- Deliveries ----
 
@@ -171,7 +114,7 @@ export async function claimDueDeliveries(tx: Tx, subscriptionId: string, limit: 
         .select('id')
         .where('subscription_id', '=', subscriptionId)
         // A literal, not a parameter: SQLite uses the partial index (status = 'pending') only then.
-        .where('status', '=', sql.lit('pending'))
+        .where('status', '=', inlineConstant('pending'))
         .where('next_attempt_at', '<=', lease.now)
         .where((w) =>
           w.or([
@@ -192,18 +135,11 @@ export async function claimDueDeliveries(tx: Tx, subscriptionId: string, limit: 
 /** Reads the envelopes (the event rows' payload) of claimed deliveries, in as few queries as possible. */
 export async function attachBodies(tx: Tx, claimed: ClaimedRow[][]): Promise<ClaimedDelivery[][]> {
   const needed = claimed.flat().filter((d) => d.payload === null && d.org_id !== null);
-  const bodies = new Map<string, string>();
   const orgOf = new Map(needed.map((d) => [d.event_id, d.org_id]));
-  const ids = [...orgOf.keys()];
-  for (let i = 0; i < ids.length; i += ID_LIST_CHUNK) {
-    // Looked up by primary key alone: with an `org_id in (...)` condition SQLite prefers the
-    // (org_id, stream_offset) index and walks every event of those orgs. The org is checked below.
-    const rows = await tx.db
-      .selectFrom('events')
-      .select(['id', 'org_id', 'payload'])
-      .where('id', 'in', ids.slice(i, i + ID_LIST_CHUNK))
-      .execute();
-    for (const row of rows) if (orgOf.get(row.id) === row.org_id) bodies.set(row.id, row.payload);
+  const bodies = new Map<string, string>();
+  // Read by id alone: a delivery's body is its own org's event, checked here.
+  for (const row of await eventsWithIds(tx.db, [...orgOf.keys()], ['id', 'org_id', 'payload'])) {
+    if (orgOf.get(row.id) === row.org_id) bodies.set(row.id, row.payload);
   }
   return claimed.map((rows) => rows.map(({ payload, ...d }) => ({ ...d, body: payload ?? bodies.get(d.event_id) ?? null })));
 }
@@ -425,10 +361,4 @@ export async function deliveryStatusCounts(db: Db, orgId: string, eventIds: stri
     .where('event_id', 'in', eventIds)
     .groupBy(['event_id', 'status'])
     .execute();
-}
-
-/** The offset up to which the org's events have been turned into deliveries (0 before the first). */
-export async function fannedOutOffset(db: Db, orgId: string): Promise<number> {
-  const cursor = await db.selectFrom('webhook_cursors').select('last_offset').where('org_id', '=', orgId).executeTakeFirst();
-  return cursor ? Number(cursor.last_offset) : 0;
 }

@@ -1,8 +1,9 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { AppContext } from '../context.js';
-import { isDatabaseUnavailable } from '../db/unavailable.js';
-import { nextPendingDeadline, pruneSettledDeadlines } from '../domain/deadlines/repo.js';
-import { completeMarkedDeadlines, expireEndedWatches, fireDueDeadlines, type SettledDeadline } from '../domain/deadlines/service.js';
+import type { AppContext } from '../../context.js';
+import { isDatabaseUnavailable } from '../../db/unavailable.js';
+import { nextPendingDeadline, pruneSettledDeadlines } from './repo.js';
+import { completeMarkedDeadlines, expireEndedWatches, fireDueDeadlines, type SettledDeadline } from './service.js';
+import { describeError } from '../../observability/describe-error.js';
 
 /** The logging the worker needs; a pino logger satisfies it. */
 export interface DeadlineLogger {
@@ -22,13 +23,6 @@ export interface DeadlineWorkerOptions {
 }
 
 export const defaultDeadlineWorkerOptions: DeadlineWorkerOptions = { pollIntervalMs: 1_000, completionCheckMs: 500, pruneIntervalMs: 3600_000 };
-
-/** Error description safe for logs: the message and code, never a stack or a driver's SQL text. */
-function describeError(err: unknown): { error: string; code?: string } {
-  const e = err as { message?: string; code?: string };
-  const message = typeof e?.message === 'string' ? e.message.split('\n')[0]!.slice(0, 200) : 'unexpected error';
-  return { error: message, ...(e?.code ? { code: String(e.code) } : {}) };
-}
 
 /**
  * Acts on acknowledgement deadlines as they come due: the deadlines live in the database (written with

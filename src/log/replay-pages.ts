@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { DbHandle } from '../db/connect.js';
-import { eventsAfter, type StoredEvent } from '../events/read.js';
+import { eventsAfter, type StoredEvent } from './reads.js';
 
 /** What a replay gets for one step: the rows after its position, and whether they reach the end read. */
 export interface ReplayPage {

@@ -1,14 +1,9 @@
 import type { Tx } from '../db/connect.js';
+import type { OrgTable } from '../db/types.js';
 import { nowIso } from '../domain/shared/ids.js';
+import type { EventType } from './event-types.js';
 
 export const API_VERSION = '1.0.0';
-
-export type EmergencyEventType =
-  | 'emergency.declared'
-  | 'emergency.categorized'
-  | 'emergency.resolved'
-  | 'emergency.delivery_overdue'
-  | 'emergency.delivery_completed';
 
 export interface EventEnvelope {
   eventId: string;
@@ -25,7 +20,7 @@ export interface EventInput {
   eventId: string;
   orgId: string;
   emergencyId: string;
-  eventType: EmergencyEventType;
+  eventType: EventType;
   sequence: number;
   data: Record<string, unknown>;
   /** `data` already encoded as JSON, when the caller has it: the payload embeds it as is. */
@@ -74,4 +69,9 @@ export function appendEvent(tx: Pick<Tx, 'events'>, input: EventInput): EventEnv
   const { envelope, row } = eventRow(input);
   tx.events.append(row);
   return envelope;
+}
+
+/** The stream columns of a new org's row: its stream starts empty, with nothing removed. */
+export function newStreamColumns(): Pick<OrgTable, 'event_offset' | 'pruned_offset'> {
+  return { event_offset: 0, pruned_offset: 0 };
 }

@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import { type deviceRecord, presentDevice } from '../domain/presenters/admin-records.js';
 import { operatorCaller } from '../domain/access/principal.js';
 import { listOrgDevices } from '../domain/devices/receipts.js';
 import type { DeviceReceiptItem } from '../domain/devices/receipt-schema.js';
@@ -16,10 +18,10 @@ function requireUuid(value: string, what: string): string {
 }
 
 /** A device as the admin API answers it (`deviceId`), with its token in a creating or rotating answer. */
-export type DeviceAnswer = Pick<DeviceRecord, 'orgId' | 'name' | 'status' | 'createdAt' | 'revokedAt'> & { deviceId: string; token?: string };
+export type DeviceAnswer = z.infer<typeof deviceRecord>;
 
-/** The service's record under the admin API's names, with the token the service gave with it. */
-const asDeviceAnswer = (r: DeviceRecord, token?: string): DeviceAnswer => ({ ...r, deviceId: r.id, token });
+/** The admin API's record of the device, with the token the service gave with it. */
+const asDeviceAnswer = (r: DeviceRecord, token?: string): DeviceAnswer => ({ ...presentDevice(r), token });
 
 /** An org's devices with presence and receipts: the same list entries from the service and the admin API. */
 const DEVICES: AdminList<string, DeviceReceiptItem> = {

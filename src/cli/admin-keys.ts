@@ -1,6 +1,8 @@
+import type { z } from 'zod';
+import { type apiKeyRecord, presentApiKey } from '../domain/presenters/admin-records.js';
 import { type AdminSubject, operatorCaller } from '../domain/access/principal.js';
 import { type AdminKeyRecord, createAdminKey, listAdminKeys, revokeAdminKey } from '../domain/admin-keys/service.js';
-import { createApiKey, type KeyRecord, listApiKeys, revokeApiKey, rotateApiKey } from '../domain/keys/service.js';
+import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../domain/keys/service.js';
 import { path, secretOf } from './admin-api.js';
 import { type AdminList, adminCommand, itemsOf, pageOf } from './admin-command.js';
 import { type CliCommand, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
@@ -33,10 +35,7 @@ function parseAdminSubject(value: string): AdminSubject {
 }
 
 /** An API key as the admin API answers it (`apiKeyId`), with the key in a creating or rotating answer. */
-export type ApiKeyRecord = Omit<KeyRecord, 'id' | 'status'> & { apiKeyId: string; status: 'active' | 'inactive'; key?: string; previousKeyExpiresAt?: string };
-
-/** The service's record under the admin API's names, so that both sides print through `apiKeyRow`. */
-const asApiKeyRecord = (r: KeyRecord): ApiKeyRecord => ({ ...r, apiKeyId: r.id, status: r.status === 'active' ? 'active' : 'inactive' });
+export type ApiKeyRecord = z.infer<typeof apiKeyRecord>;
 
 /** An API key as the commands print it (never the key itself). */
 const apiKeyRow = (r: ApiKeyRecord) => ({
@@ -62,7 +61,7 @@ const adminKeyRow = (r: AdminKeyRecord): AdminKeyRecord => ({
 });
 
 const API_KEYS: AdminList<void, ApiKeyRecord> = {
-  page: (ctx, _, page) => pageOf(listApiKeys(ctx, operatorCaller(), page), asApiKeyRecord),
+  page: (ctx, _, page) => pageOf(listApiKeys(ctx, operatorCaller(), page), presentApiKey),
   route: () => '/api-keys',
 };
 const ADMIN_KEYS: AdminList<void, AdminKeyRecord> = {
@@ -128,7 +127,7 @@ export const keyCommands: Record<string, CliCommand> = {
     }),
     local: async (ctx, spec): Promise<ApiKeyRecord> => {
       const { key, record } = await createApiKey(ctx, operatorCaller(), spec);
-      return { ...asApiKeyRecord(record), key };
+      return { ...presentApiKey(record), key };
     },
     route: (spec) => ({
       post: '/api-keys',
@@ -146,7 +145,7 @@ export const keyCommands: Record<string, CliCommand> = {
     summary: 'revoke an API key (refused within 2 s)',
     positionals: [{ name: 'ID', description: 'the key id' }],
     input: ({ positionals }) => positionals[0]!,
-    local: async (ctx, id) => asApiKeyRecord(await revokeApiKey(ctx, operatorCaller(), id)),
+    local: async (ctx, id) => presentApiKey(await revokeApiKey(ctx, operatorCaller(), id)),
     route: (id) => ({ post: path`/api-keys/${id}/revoke` }),
     present: (record) => ({ id: record.apiKeyId, status: record.status }),
   }),
@@ -163,7 +162,7 @@ export const keyCommands: Record<string, CliCommand> = {
     },
     local: async (ctx, { id, graceHours }): Promise<ApiKeyRecord> => {
       const { key, record, previousKeyExpiresAt } = await rotateApiKey(ctx, operatorCaller(), id, graceHours * 3600 * 1000);
-      return { ...asApiKeyRecord(record), key, previousKeyExpiresAt };
+      return { ...presentApiKey(record), key, previousKeyExpiresAt };
     },
     route: ({ id, graceHours }) => ({ post: path`/api-keys/${id}/rotate`, body: { graceHours } }),
     present: (rotated, { id }) => ({

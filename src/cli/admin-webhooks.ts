@@ -1,7 +1,9 @@
+import type { z } from 'zod';
+import { presentWebhook, type webhookRecord } from '../domain/presenters/admin-records.js';
 import type { AppContext } from '../context.js';
 import { operatorCaller } from '../domain/access/principal.js';
 import { checkWebhookUrl } from '../domain/outbound/webhook-url.js';
-import { type SubscriptionRecord, WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../domain/webhooks/schema.js';
+import { WEBHOOK_EVENT_TYPES, type WebhookEventType } from '../domain/webhooks/schema.js';
 import {
   createSubscription,
   type DeliveryView,
@@ -69,14 +71,7 @@ const serverPrivateTargetHint = (refusal: AdminApiError, url: string | undefined
   refusal.code === 'invalid_url' && privateOnly(url) ? refusal.withHint(SERVER_PRIVATE_TARGETS_HINT) : refusal;
 
 /** A subscription as the admin API answers it (`webhookId`), with the secret in a creating answer. */
-export type WebhookRecord = Pick<SubscriptionRecord, 'url' | 'subject' | 'allowedOrgIds' | 'eventTypes' | 'disabledReason' | 'createdAt' | 'updatedAt'> & {
-  webhookId: string;
-  status: 'active' | 'disabled';
-  secret?: string;
-};
-
-/** The service's record under the admin API's names, so that both sides print through `webhookRow`. */
-const asWebhookRecord = (r: SubscriptionRecord): WebhookRecord => ({ ...r, webhookId: r.id, status: r.status === 'active' ? 'active' : 'disabled' });
+export type WebhookRecord = z.infer<typeof webhookRecord>;
 
 /** A subscription as the commands print it (never its secret). */
 const webhookRow = (r: WebhookRecord) => ({
@@ -92,7 +87,7 @@ const webhookRow = (r: WebhookRecord) => ({
 });
 
 const WEBHOOKS: AdminList<void, WebhookRecord> = {
-  page: (ctx, _, page) => pageOf(listSubscriptions(ctx, operatorCaller(), page), asWebhookRecord),
+  page: (ctx, _, page) => pageOf(listSubscriptions(ctx, operatorCaller(), page), presentWebhook),
   route: () => '/webhooks',
 };
 const DELIVERIES: AdminList<string, DeliveryView> = {
@@ -143,7 +138,7 @@ const statusChange = (status: 'active' | 'disabled', summary: string) =>
     positionals: ID,
     input: idOf,
     local: async (ctx, id) =>
-      asWebhookRecord(await setSubscriptionStatus(ctx, operatorCaller(), id, status, status === 'disabled' ? 'disabled by an operator' : null)),
+      presentWebhook(await setSubscriptionStatus(ctx, operatorCaller(), id, status, status === 'disabled' ? 'disabled by an operator' : null)),
     route: (id) => ({ post: path`/webhooks/${id}/${status === 'active' ? 'enable' : 'disable'}` }),
     present: webhookRow,
   });
@@ -170,7 +165,7 @@ export const webhookCommands: Record<string, CliCommand> = {
     }),
     local: async (ctx, spec): Promise<WebhookRecord> => {
       const { secret, record } = await withPrivateTargetHint(ctx, spec.url, () => createSubscription(ctx, operatorCaller(), spec));
-      return { ...asWebhookRecord(record), secret };
+      return { ...presentWebhook(record), secret };
     },
     route: (spec) => ({
       post: '/webhooks',
@@ -212,7 +207,7 @@ export const webhookCommands: Record<string, CliCommand> = {
       return { id: positionals[0]!, changes };
     },
     local: async (ctx, { id, changes }) =>
-      asWebhookRecord(await withPrivateTargetHint(ctx, changes.url, () => updateSubscription(ctx, operatorCaller(), id, changes))),
+      presentWebhook(await withPrivateTargetHint(ctx, changes.url, () => updateSubscription(ctx, operatorCaller(), id, changes))),
     route: ({ id, changes }) => ({ patch: path`/webhooks/${id}`, body: changes }),
     explain: (refusal, { changes }) => serverPrivateTargetHint(refusal, changes.url),
     present: webhookRow,

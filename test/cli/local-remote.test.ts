@@ -1,6 +1,5 @@
+import { type Receiver, startReceiver } from '../delivery/helpers.js';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { AdminComponents } from '../../clients/typescript/src/index.js';
 import type { DeviceAnswer } from '../../src/cli/admin-devices.js';
@@ -42,7 +41,7 @@ function masked(answer: unknown): unknown {
  */
 describe('admin commands print the same on the database and over the admin API', () => {
   let server: TestServer;
-  let receiver: Server;
+  let receiver: Receiver;
   let receiverUrl: string;
   let env: Record<Side, Record<string, string | undefined>>;
 
@@ -53,15 +52,11 @@ describe('admin commands print the same on the database and over the admin API',
       database: { DATABASE_URL: server.databaseUrl, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
       'admin API': { DATABASE_URL: undefined, EMERGENCY_API_URL: server.url, EMERGENCY_API_ADMIN_KEY: adminKey.key },
     };
-    receiver = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(204).end());
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    receiver = await startReceiver();
+    receiverUrl = `${receiver.url}/hook`;
   });
   after(async () => {
-    await new Promise((r) => receiver.close(r));
+    await receiver.close();
     await server.close();
   });
 

@@ -1,7 +1,6 @@
+import { type Receiver, startReceiver } from '../delivery/helpers.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -29,7 +28,7 @@ function secretFile(text: string): string {
 describe('admin CLI over the admin API (EMERGENCY_API_URL, EMERGENCY_API_ADMIN_KEY)', () => {
   let server: TestServer;
   let adminKey: { adminKeyId: string; key: string };
-  let receiver: Server;
+  let receiver: Receiver;
   let receiverUrl: string;
   /** Where every command runs: an empty directory, which must stay empty (no database created). */
   const cwd = emptyDir();
@@ -47,15 +46,11 @@ describe('admin CLI over the admin API (EMERGENCY_API_URL, EMERGENCY_API_ADMIN_K
   before(async () => {
     server = await startTestServer();
     adminKey = await createAdminKey(server.ctx, operatorCaller(), { name: 'remote cli', subject: { type: 'instance' } });
-    receiver = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => res.writeHead(204).end());
-    });
-    await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
-    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    receiver = await startReceiver();
+    receiverUrl = `${receiver.url}/hook`;
   });
   after(async () => {
-    await new Promise((r) => receiver.close(r));
+    await receiver.close();
     await server.close();
     rmSync(cwd, { recursive: true, force: true });
     rmSync(keyDir, { recursive: true, force: true });

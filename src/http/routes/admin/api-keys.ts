@@ -8,7 +8,8 @@ import { callerOf } from '../../../edge/auth.js';
 import { idempotencyHeaders, writeOptionsOf } from '../../../edge/idempotency.js';
 import { pageQuery } from '../params.js';
 import { adminErrors, idParam } from './params.js';
-import { apiKeyRecord, presentApiKey, storedAnswer } from './present.js';
+import { apiKeyRecord, presentApiKey } from '../../../domain/presenters/admin-records.js';
+import { storedAnswer } from './present.js';
 
 const createApiKeyBody = z.strictObject({
   name: z.string().trim().min(1).max(128),

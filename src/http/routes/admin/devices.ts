@@ -12,7 +12,8 @@ import { callerOf } from '../../../edge/auth.js';
 import { idempotencyHeaders, writeOptionsOf } from '../../../edge/idempotency.js';
 import { pageQuery } from '../params.js';
 import { adminErrors, idParam } from './params.js';
-import { deviceRecord, presentDevice, storedAnswer } from './present.js';
+import { deviceRecord, presentDevice } from '../../../domain/presenters/admin-records.js';
+import { storedAnswer } from './present.js';
 
 const devicesBody = z.union([
   z.strictObject({ name: z.string().min(1).max(128) }),

@@ -21,7 +21,8 @@ import { callerOf } from '../../../edge/auth.js';
 import { idempotencyHeaders, writeOptionsOf } from '../../../edge/idempotency.js';
 import { pageQuery } from '../params.js';
 import { adminErrors, idParam } from './params.js';
-import { presentWebhook, storedAnswer, webhookRecord } from './present.js';
+import { presentWebhook, webhookRecord } from '../../../domain/presenters/admin-records.js';
+import { storedAnswer } from './present.js';
 
 const eventTypes = z.array(z.enum(WEBHOOK_EVENT_TYPES)).min(1).max(WEBHOOK_EVENT_TYPES.length);
 

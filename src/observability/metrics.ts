@@ -104,7 +104,7 @@ export class Metrics {
 
   readonly deviceReplayReads = new client.Counter({
     name: 'device_replay_reads_total',
-    help: 'Database reads of event pages for devices catching up with after (one read serves every device resuming in the same range).',
+    help: 'Database reads of event pages for followers catching up (devices resuming with after, event streams with Last-Event-ID); one read serves every follower resuming in the same range.',
     registers: [this.registry],
   });
 

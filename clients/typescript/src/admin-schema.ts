@@ -739,6 +739,33 @@ export interface components {
         type: string;
       }[];
     };
+    AdminKey: {
+      /** Format: uuid */
+      adminKeyId: string;
+      name: string;
+      /** @description `{"type":"instance"}`, or `{"type":"partner"|"enterprise","id":"..."}` for everything beneath it. */
+      subject:
+        | {
+            /** @constant */
+            type: 'instance';
+          }
+        | {
+            /** @enum {string} */
+            type: 'partner' | 'enterprise';
+            /** Format: uuid */
+            id: string;
+          };
+      /** @enum {string} */
+      status: 'active' | 'inactive';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      createdAt: string;
+      lastUsedAt: string | null;
+      /** @description The admin key itself: in the creating answer only. */
+      key?: string;
+    };
     ApiKey: {
       /** Format: uuid */
       apiKeyId: string;
@@ -814,33 +841,6 @@ export interface components {
       revokedAt: string | null;
       /** @description The device token (enk_dev_...): in the creating or rotating answer only. */
       token?: string;
-    };
-    AdminKey: {
-      /** Format: uuid */
-      adminKeyId: string;
-      name: string;
-      /** @description `{"type":"instance"}`, or `{"type":"partner"|"enterprise","id":"..."}` for everything beneath it. */
-      subject:
-        | {
-            /** @constant */
-            type: 'instance';
-          }
-        | {
-            /** @enum {string} */
-            type: 'partner' | 'enterprise';
-            /** Format: uuid */
-            id: string;
-          };
-      /** @enum {string} */
-      status: 'active' | 'inactive';
-      /**
-       * Format: date-time
-       * @example 2026-11-21T17:44:29.123Z
-       */
-      createdAt: string;
-      lastUsedAt: string | null;
-      /** @description The admin key itself: in the creating answer only. */
-      key?: string;
     };
     CapMappingRequest: {
       /** @description A CAP `event` (e.g. SEVERE THUNDERSTORM), matched case-insensitively with runs of white space as one; an existing mapping of it is replaced. */

@@ -16,6 +16,9 @@
 //     then the same B measurement with the abuse stopped and its overdue events watched; a flood of unknown keys from
 //     B's own address (as behind a proxy), with B declaring on a key never used before and fresh stations connecting.
 // §13's bound: B's abused p99 at most 2× its quiet p99 of the same run, and never above 250 ms.
+// BENCH_FAIRNESS_DEPLOYMENT=fleet (PostgreSQL only) runs the same abuses against a fleet: an api, a gateway and a worker
+// process (`serve --role ...`), each under the same open-file limit; REST goes to the api, device sockets and event
+// streams to the gateway, and B's frames cross from the api's commit to the gateway through PostgreSQL.
 // Usage: node --import tsx bench/fairness.ts
 //   (DATABASE_URL=postgres://... benches the service on PostgreSQL in a throwaway schema; BENCH_JSON=path writes the
 //   raw results as JSON)
@@ -64,6 +67,8 @@ const BAD_KEY_LOOPS = 16;
 const FRESH_STATIONS = 5;
 /** Setup keys of A, so that its open emergencies are declared within the rate limit of each. */
 const SETUP_KEYS = 10;
+const DEPLOYMENT = process.env.BENCH_FAIRNESS_DEPLOYMENT ?? 'single';
+if (DEPLOYMENT !== 'single' && DEPLOYMENT !== 'fleet') throw new Error('BENCH_FAIRNESS_DEPLOYMENT is single or fleet');
 
 if (!(SECONDS > 0 && OPEN_FILES >= 256 && OPEN_EMERGENCIES >= 1)) throw new Error('BENCH_FAIRNESS_SECONDS > 0, BENCH_FAIRNESS_OPEN_FILES >= 256');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -86,7 +91,7 @@ interface Phase {
 }
 
 const db = benchDatabase('fairness');
-let server: ChildProcess | undefined;
+const servers: ChildProcess[] = [];
 let probe: TenantProbe | undefined;
 /** A's silent stations of the deadline abuse, held through the watch that follows it. */
 let silent: Awaited<ReturnType<typeof holdDeviceSockets>> | undefined;
@@ -94,22 +99,38 @@ const phases: Phase[] = [];
 let report: Record<string, unknown> = {};
 
 try {
+  if (DEPLOYMENT === 'fleet' && db.dialect !== 'postgres') throw new Error('a fleet needs PostgreSQL: set DATABASE_URL=postgres://...');
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
   const env = benchServerEnv(db, port);
   const demo = cli(['admin', 'demo'], env) as { orgId: string; key: string; adminKey: string };
-  const serverEnv: Record<string, string | undefined> = { ...process.env, ...env };
-  delete serverEnv.RATE_LIMIT_PER_KEY;
-  // Through bash to lower the descriptor limit of the server alone; `exec` keeps the pid.
-  server = spawn('/bin/bash', ['-c', `ulimit -n ${OPEN_FILES}; exec "$@"`, 'bash', process.execPath, BIN, 'serve'], {
-    env: serverEnv,
-    stdio: ['ignore', 'ignore', 'inherit'],
+  process.on('exit', () => {
+    for (const s of servers) s.kill('SIGKILL');
   });
-  process.on('exit', () => server?.kill('SIGKILL'));
-  await waitForHttp(`${base}/readyz`, 60_000);
+  /** Starts `serve` (with `--role role` in a fleet) on `onPort`. */
+  const serve = async (onPort: number, role?: string) => {
+    const serverEnv: Record<string, string | undefined> = { ...process.env, ...env, PORT: String(onPort) };
+    delete serverEnv.RATE_LIMIT_PER_KEY;
+    // Through bash to lower the descriptor limit of the server alone; `exec` keeps the pid.
+    const args = [process.execPath, BIN, 'serve', ...(role ? ['--role', role] : [])];
+    servers.push(spawn('/bin/bash', ['-c', `ulimit -n ${OPEN_FILES}; exec "$@"`, 'bash', ...args], { env: serverEnv, stdio: ['ignore', 'ignore', 'inherit'] }));
+    await waitForHttp(`http://127.0.0.1:${onPort}/readyz`, 60_000);
+  };
+  // REST on `port`; device sockets and event streams on `gatewayPort` (the same process unless in a fleet).
+  let gatewayPort = port;
+  if (DEPLOYMENT === 'fleet') {
+    gatewayPort = await freePort();
+    await serve(port, 'api');
+    await serve(gatewayPort, 'gateway');
+    await serve(await freePort(), 'worker');
+  } else {
+    await serve(port);
+  }
+  const gateway = `http://127.0.0.1:${gatewayPort}`;
 
   const admin = (method: string, path: string, body?: unknown) => json(method, `${base}/api/admin/v1${path}`, demo.adminKey, body);
   const api = (orgId: string) => `${base}/api/public/v1/orgs/${orgId}`;
+  const streamsOf = (orgId: string) => `${gateway}/api/public/v1/orgs/${orgId}/stream`;
   const mintKey = async (orgId: string, permissions: string[], name: string) =>
     ((await admin('POST', '/api-keys', { name, subject: { type: 'org', id: orgId }, permissions })) as { key: string }).key;
   const devices = async (orgId: string, count: number, name: string) => {
@@ -161,9 +182,11 @@ try {
   );
   const emergencyA = ((await json('POST', `${api(orgA)}/emergencies`, demo.key, { description: 'tenant A messages' })) as { emergencyId: string }).emergencyId;
 
-  probe = await TenantProbe.open(base, orgB, keyB, stationB!);
+  probe = await TenantProbe.open(base, orgB, keyB, stationB!, gateway);
   await probe.measure(Math.min(3, SECONDS)); // warm-up
-  console.log(`database: ${db.dialect}; server open-file limit ${OPEN_FILES}; rate limit ${RATE_LIMIT}/s per key; ${declaredA} open emergencies of A`);
+  console.log(
+    `database: ${db.dialect}; deployment: ${DEPLOYMENT}; server open-file limit ${OPEN_FILES}; rate limit ${RATE_LIMIT}/s per key; ${declaredA} open emergencies of A`,
+  );
 
   /** B quiet, then B while `start`'s abuse runs (after `settleMs`), then the abuse stopped. */
   async function phase(
@@ -237,8 +260,8 @@ try {
     'device-sockets',
     `while A holds every event stream and device socket it can (${STREAM_KEYS * STREAMS_PER_KEY} and ${HELD_SOCKETS} tried)`,
     async () => {
-      const streams = await holdStreams(`${api(orgA)}/stream`, streamKeysA, STREAMS_PER_KEY);
-      const held = await holdDeviceSockets(port, stationsA.slice(0, HELD_SOCKETS));
+      const streams = await holdStreams(`${streamsOf(orgA)}`, streamKeysA, STREAMS_PER_KEY);
+      const held = await holdDeviceSockets(gatewayPort, stationsA.slice(0, HELD_SOCKETS));
       const statuses: Record<string, number> = {};
       for (const [kind, counts] of [
         ['stream', streams.statuses],
@@ -258,9 +281,9 @@ try {
     },
     {
       during: async () => {
-        const stream = await openStream(`${api(orgB)}/stream`, keyB);
+        const stream = await openStream(streamsOf(orgB), keyB);
         stream.close();
-        return { freshStations: await connectFresh(port, freshStations()), streamOfB: stream.status };
+        return { freshStations: await connectFresh(gatewayPort, freshStations()), streamOfB: stream.status };
       },
     },
   );
@@ -269,12 +292,12 @@ try {
   await phase(
     'slow-clients',
     `while ${SLOW_SOCKETS} idle, trickling or unfinished-upgrade sockets come from ${SLOW_ADDRESS}`,
-    () => slowSockets(port, SLOW_SOCKETS, SLOW_ADDRESS),
+    () => slowSockets(gatewayPort, SLOW_SOCKETS, SLOW_ADDRESS),
     {
       settleMs: 3_000,
       during: async () => {
-        const watch = healthWatch(`${base}/healthz`);
-        const freshStationsResult = await connectFresh(port, freshStations());
+        const watch = healthWatch(`${gateway}/healthz`);
+        const freshStationsResult = await connectFresh(gatewayPort, freshStations());
         await sleep(SECONDS * 1000 - 500);
         return { freshStations: freshStationsResult, health: await watch.stop() };
       },
@@ -288,7 +311,7 @@ try {
       `while A declares at ${DEADLINE_DECLARES_PER_SECOND}/s with a ${DEADLINE_SECONDS} s ack deadline and ${SILENT_DEVICES} silent stations`,
       async () => {
         await admin('PATCH', `/orgs/${orgA}`, { ackDeadlineSeconds: DEADLINE_SECONDS });
-        silent = await holdDeviceSockets(port, stationsA.slice(0, SILENT_DEVICES));
+        silent = await holdDeviceSockets(gatewayPort, stationsA.slice(0, SILENT_DEVICES));
         const loop = abuseLoop(() => declareA(demo.key), { concurrency: 4, perSecond: DEADLINE_DECLARES_PER_SECOND });
         return { ...loop, silentConnected: silent.accepted };
       },
@@ -317,12 +340,13 @@ try {
     'bad-keys',
     `while A floods unknown keys from B's address (${BAD_KEY_LOOPS} connections; B on a key never used before)`,
     () => abuseLoop(() => fetchStatus(`${api(orgA)}/events?limit=1`, { headers: { authorization: `Bearer ${unknownKey()}` } }), { concurrency: BAD_KEY_LOOPS }),
-    { key: unusedKeyB, during: async () => ({ freshStations: await connectFresh(port, freshStations()) }) },
+    { key: unusedKeyB, during: async () => ({ freshStations: await connectFresh(gatewayPort, freshStations()) }) },
   );
 
   const probeFault = await probe.verify();
   report = {
     database: db.dialect,
+    deployment: DEPLOYMENT,
     seconds: SECONDS,
     openFiles: OPEN_FILES,
     rateLimitPerKey: RATE_LIMIT,
@@ -334,7 +358,7 @@ try {
 } finally {
   silent?.close();
   await probe?.close();
-  if (server) await stopProcess(server);
+  for (const s of servers.reverse()) await stopProcess(s);
   await db.drop();
 }
 writeBenchJson(report);

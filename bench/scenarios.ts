@@ -91,6 +91,77 @@ const find = (results: LoadResult[], test: (name: string) => boolean) => results
 const isBaseline = (n: string) => /baseline/i.test(n);
 const isPg = (n: string) => /\bpg\b|postgres/i.test(n);
 
+/** The rows of a fairness run (bench/fairness.ts), for one process or a fleet. */
+function fairnessRows(raw: any): RowInput[] {
+  const rows: RowInput[] = [];
+  const faults = raw.faults.length ? raw.faults.join('; ') : undefined;
+  for (const p of raw.phases) {
+    const q = p.quiet;
+    const a = p.abused;
+    const refused = Object.entries(a.statuses as Record<string, number>).filter(([status]) => status !== '201');
+    const lost: string[] = [
+      refused.length ? `B's declares answered ${refused.map(([status, n]) => `${status} ×${n}`).join(', ')}` : '',
+      a.missingFrames ? `${a.missingFrames} frames missing` : '',
+    ].filter(Boolean);
+    // A server error (503 aside, the designed refusal) means the abuse did not run as it should: its figure proves nothing.
+    const broken = Object.keys(p.abuse.statuses).filter((status) => Number(status) >= 500 && Number(status) !== 503);
+    if (broken.length) lost.push(`A's requests answered ${broken.join(', ')}`);
+    const abuse = Object.entries(p.abuse.statuses as Record<string, number>)
+      .map(([status, n]) => `${status} ×${n}`)
+      .join(', ');
+    rows.push({
+      metric: `tenant B declare → frame p99 ${p.label}`,
+      value: a.n ? a.p99 : null,
+      unit: 'ms',
+      baseline: q.n ? q.p99 : null,
+      baselineLabel: 'B quiet, same run',
+      // Extensions §13: at most 2× the quiet p99 of the same run, and never above 250 ms.
+      target: q.n ? below(Math.min(2 * q.p99, 250)) : undefined,
+      note: `p50 ${a.p50} vs ${q.p50} ms; ${a.n} of ${a.declares} declares timed${abuse ? `; A's answers ${abuse}` : ''}`,
+      invalid: [...lost, faults].filter(Boolean).join('; ') || undefined,
+    });
+    if (p.id === 'bad-keys') {
+      rows.push({
+        metric: "tenant B's declares answered 201 on a key first used under the flood of unknown keys",
+        value: a.declares ? Math.round((1000 * (a.statuses['201'] ?? 0)) / a.declares) / 10 : null,
+        unit: '%',
+        target: atLeast(100, 'value'),
+        note: `${a.statuses['201'] ?? 0} of ${a.declares}`,
+      });
+    }
+    if (p.freshStations) {
+      const f = p.freshStations;
+      rows.push({
+        metric: `tenant B's new base stations connected ${p.label}`,
+        value: Math.round((1000 * f.accepted) / f.attempts) / 10,
+        unit: '%',
+        target: atLeast(100, 'value'),
+        note: `${f.accepted} of ${f.attempts}, answers ${JSON.stringify(f.statuses)}${f.accepted ? `; upgrade p50 ${f.p50} ms, max ${f.max} ms` : ''}`,
+      });
+    }
+    if (p.streamOfB !== undefined) {
+      rows.push({
+        metric: `tenant B's event stream opened ${p.label}`,
+        value: p.streamOfB === 200 ? 100 : 0,
+        unit: '%',
+        target: atLeast(100, 'value'),
+        note: `answered ${p.streamOfB}`,
+      });
+    }
+    if (p.health) {
+      const h = p.health;
+      rows.push({
+        metric: `/healthz answered 200 within 2 s on a new connection ${p.label}`,
+        value: h.attempts ? Math.round((1000 * h.ok) / h.attempts) / 10 : null,
+        unit: '%',
+        target: atLeast(100, 'value'),
+        note: `${h.ok} of ${h.attempts}${h.ok ? `; p50 ${h.p50} ms, p99 ${h.p99} ms` : ''}`,
+      });
+    }
+  }
+  return rows;
+}
+
 export const scenarios: Scenario[] = [
   {
     id: 'declare',
@@ -708,74 +779,20 @@ export const scenarios: Scenario[] = [
     }),
     // Setup, then nine phases of two measurements each.
     timeoutSeconds: (o) => 300 + 30 * fairnessSeconds(o),
-    rows(raw) {
-      const rows: RowInput[] = [];
-      const faults = raw.faults.length ? raw.faults.join('; ') : undefined;
-      for (const p of raw.phases) {
-        const q = p.quiet;
-        const a = p.abused;
-        const refused = Object.entries(a.statuses as Record<string, number>).filter(([status]) => status !== '201');
-        const lost: string[] = [
-          refused.length ? `B's declares answered ${refused.map(([status, n]) => `${status} ×${n}`).join(', ')}` : '',
-          a.missingFrames ? `${a.missingFrames} frames missing` : '',
-        ].filter(Boolean);
-        // A server error (503 aside, the designed refusal) means the abuse did not run as it should: its figure proves nothing.
-        const broken = Object.keys(p.abuse.statuses).filter((status) => Number(status) >= 500 && Number(status) !== 503);
-        if (broken.length) lost.push(`A's requests answered ${broken.join(', ')}`);
-        const abuse = Object.entries(p.abuse.statuses as Record<string, number>)
-          .map(([status, n]) => `${status} ×${n}`)
-          .join(', ');
-        rows.push({
-          metric: `tenant B declare → frame p99 ${p.label}`,
-          value: a.n ? a.p99 : null,
-          unit: 'ms',
-          baseline: q.n ? q.p99 : null,
-          baselineLabel: 'B quiet, same run',
-          // Extensions §13: at most 2× the quiet p99 of the same run, and never above 250 ms.
-          target: q.n ? below(Math.min(2 * q.p99, 250)) : undefined,
-          note: `p50 ${a.p50} vs ${q.p50} ms; ${a.n} of ${a.declares} declares timed${abuse ? `; A's answers ${abuse}` : ''}`,
-          invalid: [...lost, faults].filter(Boolean).join('; ') || undefined,
-        });
-        if (p.id === 'bad-keys') {
-          rows.push({
-            metric: "tenant B's declares answered 201 on a key first used under the flood of unknown keys",
-            value: a.declares ? Math.round((1000 * (a.statuses['201'] ?? 0)) / a.declares) / 10 : null,
-            unit: '%',
-            target: atLeast(100, 'value'),
-            note: `${a.statuses['201'] ?? 0} of ${a.declares}`,
-          });
-        }
-        if (p.freshStations) {
-          const f = p.freshStations;
-          rows.push({
-            metric: `tenant B's new base stations connected ${p.label}`,
-            value: Math.round((1000 * f.accepted) / f.attempts) / 10,
-            unit: '%',
-            target: atLeast(100, 'value'),
-            note: `${f.accepted} of ${f.attempts}, answers ${JSON.stringify(f.statuses)}${f.accepted ? `; upgrade p50 ${f.p50} ms, max ${f.max} ms` : ''}`,
-          });
-        }
-        if (p.streamOfB !== undefined) {
-          rows.push({
-            metric: `tenant B's event stream opened ${p.label}`,
-            value: p.streamOfB === 200 ? 100 : 0,
-            unit: '%',
-            target: atLeast(100, 'value'),
-            note: `answered ${p.streamOfB}`,
-          });
-        }
-        if (p.health) {
-          const h = p.health;
-          rows.push({
-            metric: `/healthz answered 200 within 2 s on a new connection ${p.label}`,
-            value: h.attempts ? Math.round((1000 * h.ok) / h.attempts) / 10 : null,
-            unit: '%',
-            target: atLeast(100, 'value'),
-            note: `${h.ok} of ${h.attempts}${h.ok ? `; p50 ${h.p50} ms, p99 ${h.p99} ms` : ''}`,
-          });
-        }
-      }
-      return rows;
-    },
+    rows: fairnessRows,
+  },
+  {
+    // The same abuses against a fleet (api, gateway and worker processes on one PostgreSQL database).
+    id: 'fairness-fleet',
+    file: 'bench/fairness.ts',
+    databases: ['postgres'],
+    output: 'bench-json',
+    env: (o): Record<string, string> => ({
+      BENCH_FAIRNESS_DEPLOYMENT: 'fleet',
+      BENCH_FAIRNESS_SECONDS: String(fairnessSeconds(o)),
+      ...(o.quick ? { BENCH_FAIRNESS_OPEN_EMERGENCIES: '500' } : {}),
+    }),
+    timeoutSeconds: (o) => 300 + 30 * fairnessSeconds(o),
+    rows: fairnessRows,
   },
 ];

@@ -53,10 +53,10 @@ export class TenantProbe {
     private offset: number,
   ) {}
 
-  /** Connects the org's base station (acknowledging every frame, as base stations do). */
-  static async open(base: string, orgId: string, key: string, stationToken: string): Promise<TenantProbe> {
+  /** Connects the org's base station (acknowledging every frame, as base stations do) to `gateway` (the REST server unless given). */
+  static async open(base: string, orgId: string, key: string, stationToken: string, gateway = base): Promise<TenantProbe> {
     const station = DeviceSwarm.start(1, { ack: true, pong: true });
-    await station.connect({ kind: 'device', wsUrl: `${base.replace(/^http/, 'ws')}/devices/v1/stream`, tokens: [stationToken] });
+    await station.connect({ kind: 'device', wsUrl: `${gateway.replace(/^http/, 'ws')}/devices/v1/stream`, tokens: [stationToken] });
     const probe = new TenantProbe(base, orgId, key, station, 0);
     probe.offset = await probe.lastOffset();
     return probe;

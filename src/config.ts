@@ -177,6 +177,16 @@ const configSchema = z
       .max(256)
       .regex(/^[\x21-\x7E]+$/, 'printable ASCII without spaces')
       .optional(),
+    /** The origin clients reach this server at (scheme, host and port, e.g. https://alerts.example.com): the tool server's own origin. */
+    PUBLIC_BASE_URL: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .transform((url) => (url === undefined ? undefined : new URL(url).origin)),
+    /** Browser origins the tool server answers besides its own (comma list); a request from any other Origin is 403 (DNS rebinding). */
+    MCP_ALLOWED_ORIGINS: commaList.refine(
+      (origins) => origins.every((o) => /^https?:\/\/[^/\s]+$/.test(o)),
+      'a comma list of origins like https://agent.example.com',
+    ),
     /** Origins allowed to call the APIs from a browser (comma list, or `*`); empty: no CORS headers at all. */
     CORS_ORIGINS: commaList.refine(
       (origins) => origins.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/.test(o)),

@@ -8,6 +8,7 @@ import { AppError } from '../errors.js';
 import { callerOf, type KeyGate, requireKey, TOOL_SERVER_KEYS } from '../edge/auth.js';
 import { enforceRateLimit } from '../edge/rate-limit.js';
 import { directCall, SingleResponseTransport } from './direct-call.js';
+import { foreignOriginRefusal } from './origin-check.js';
 import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
 
 export const MCP_PATH = '/mcp';
@@ -90,6 +91,8 @@ export const mcpRoutes =
   async (app: FastifyInstance) => {
     const pool = new ToolServerPool(() => createToolServer(ctx, app.log));
 
+    // Before the key: a page of another site is refused whatever credential its browser holds.
+    app.addHook('onRequest', foreignOriginRefusal(ctx.config));
     app.addHook('onRequest', requireKey(gate, TOOL_SERVER_KEYS));
     const parseJson = app.getDefaultJsonParser('error', 'error');
     app.removeContentTypeParser('application/json');

@@ -1,17 +1,10 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, it } from 'node:test';
+import { SRC, sourceFiles } from './source-files.js';
 
 /** The layering docs/architecture.md describes, checked on the source itself. */
-const SRC = join(import.meta.dirname, '..', '..', 'src');
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : path.endsWith('.ts') ? [path] : [];
-  });
-}
 
 /** Every relative import of a file, as a path under src/ (e.g. `db/connect.ts`). */
 function importsOf(file: string): string[] {
@@ -53,7 +46,7 @@ function logStorageReads(text: string): string[] {
 }
 
 describe('architecture', () => {
-  const files = filesUnder(SRC).map((file) => ({ file, path: relative(SRC, file), text: readFileSync(file, 'utf8') }));
+  const files = sourceFiles();
 
   it('nothing under src/domain branches on the dialect, holds SQL text, uses the speed machinery or imports a driver', () => {
     const offences: string[] = [];

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { TOOLS } from '../../src/mcp/tools.js';
+import { SRC, sourceFiles } from './source-files.js';
 
 /**
  * docs/architecture.md lists the files a new endpoint and its tool touch. This checks the list on every tool there is: its
@@ -10,16 +11,7 @@ import { TOOLS } from '../../src/mcp/tools.js';
  * docs/mcp.md, and the route's operation is in the generated client.
  */
 const ROOT = join(import.meta.dirname, '..', '..');
-const SRC = join(ROOT, 'src');
-
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : path.endsWith('.ts') ? [path] : [];
-  });
-}
-
-const sources = filesUnder(SRC).map((file) => ({ path: relative(SRC, file), text: readFileSync(file, 'utf8') }));
+const sources = sourceFiles();
 const toolsText = readFileSync(join(SRC, 'mcp', 'tools.ts'), 'utf8');
 const mcpPage = readFileSync(join(ROOT, 'docs', 'mcp.md'), 'utf8');
 const generatedClient = readFileSync(join(ROOT, 'clients', 'typescript', 'src', 'schema.ts'), 'utf8');

@@ -23,6 +23,7 @@
 //   (DATABASE_URL=postgres://... benches the service on PostgreSQL in a throwaway schema; BENCH_JSON=path writes the
 //   raw results as JSON)
 import { type ChildProcess, spawn } from 'node:child_process';
+import { setPriority } from 'node:os';
 import { loadConfig } from '../src/config.js';
 import { BIN, cli, stopProcess, waitForHttp } from './lib/harness.js';
 import { largeCapAlert, type LargeCapVariant } from './lib/large-cap-alerts.js';
@@ -67,7 +68,14 @@ const BAD_KEY_LOOPS = 16;
 const FRESH_STATIONS = 5;
 /** Setup keys of A, so that its open emergencies are declared within the rate limit of each. */
 const SETUP_KEYS = 10;
+/** The load generator's nice value (the servers keep 0). */
+const LOAD_GENERATOR_NICE = 10;
 const DEPLOYMENT = process.env.BENCH_FAIRNESS_DEPLOYMENT ?? 'single';
+/** BENCH_FAIRNESS_ONLY=cap-ingest-info,ack-deadline runs those abuses alone (ids as in the report). */
+const ONLY = process.env.BENCH_FAIRNESS_ONLY?.split(',')
+  .map((id) => id.trim())
+  .filter(Boolean);
+const chosen = (id: string) => !ONLY || ONLY.some((only) => id === only || id.startsWith(`${only}-`));
 if (DEPLOYMENT !== 'single' && DEPLOYMENT !== 'fleet') throw new Error('BENCH_FAIRNESS_DEPLOYMENT is single or fleet');
 
 if (!(SECONDS > 0 && OPEN_FILES >= 256 && OPEN_EMERGENCIES >= 1)) throw new Error('BENCH_FAIRNESS_SECONDS > 0, BENCH_FAIRNESS_OPEN_FILES >= 256');
@@ -112,7 +120,7 @@ try {
     const serverEnv: Record<string, string | undefined> = { ...process.env, ...env, PORT: String(onPort) };
     delete serverEnv.RATE_LIMIT_PER_KEY;
     // Through bash to lower the descriptor limit of the server alone; `exec` keeps the pid.
-    const args = [process.execPath, BIN, 'serve', ...(role ? ['--role', role] : [])];
+    const args = [process.execPath, ...(process.env.BENCH_FAIRNESS_SERVER_FLAGS?.split(' ').filter(Boolean) ?? []), BIN, 'serve', ...(role ? ['--role', role] : [])];
     servers.push(spawn('/bin/bash', ['-c', `ulimit -n ${OPEN_FILES}; exec "$@"`, 'bash', ...args], { env: serverEnv, stdio: ['ignore', 'ignore', 'inherit'] }));
     await waitForHttp(`http://127.0.0.1:${onPort}/readyz`, 60_000);
   };
@@ -127,6 +135,9 @@ try {
     await serve(port);
   }
   const gateway = `http://127.0.0.1:${gatewayPort}`;
+  // The load generator yields the CPU to the servers (started above, at the default priority): on a machine of its own the
+  // service would not share its cores with its clients. Processes started from here on (the device readers) inherit it.
+  setPriority(LOAD_GENERATOR_NICE);
 
   const admin = (method: string, path: string, body?: unknown) => json(method, `${base}/api/admin/v1${path}`, demo.adminKey, body);
   const api = (orgId: string) => `${base}/api/public/v1/orgs/${orgId}`;
@@ -212,12 +223,13 @@ try {
   }
 
   // 1. The CAP Atom feed, polled by A's read key.
-  await phase('cap-feed', `while A polls its CAP Atom feed (${FEED_POLLERS} pollers, ${declaredA} open emergencies)`, () =>
-    abuseLoop(() => fetchStatus(`${api(orgA)}/cap/feed`, { headers: { authorization: `Bearer ${readKeyA}` } }), { concurrency: FEED_POLLERS }),
-  );
+  if (chosen('cap-feed'))
+    await phase('cap-feed', `while A polls its CAP Atom feed (${FEED_POLLERS} pollers, ${declaredA} open emergencies)`, () =>
+      abuseLoop(() => fetchStatus(`${api(orgA)}/cap/feed`, { headers: { authorization: `Bearer ${readKeyA}` } }), { concurrency: FEED_POLLERS }),
+    );
 
   // 2. CAP ingest at the body limit, at a fifth of the rate limit.
-  for (const variant of ['info', 'area'] as const) {
+  for (const variant of (['info', 'area'] as const).filter((v) => chosen(`cap-ingest-${v}`))) {
     const sample = largeCapAlert(variant, CAP_BLOCKS[variant], 'sample', CAP_BODY_LIMIT);
     const kib = Math.round(Buffer.byteLength(sample.xml) / 1024);
     await phase(`cap-ingest-${variant}`, `while A ingests ${kib} KiB CAP alerts of ${sample.blocks} <${variant}> at ${RATE_LIMIT / 5}/s`, () => {
@@ -235,7 +247,7 @@ try {
   }
 
   // 3. Four 56 MB message bodies at once, over and over (the same attachments, a new text each time).
-  {
+  if (chosen('large-bodies')) {
     const attachments = Array.from({ length: 5 }, (_, i) => ({
       src: `data:image/png;base64,${pngOf(ATTACHMENT_BYTES, i).toString('base64')}`,
       caption: `frame ${i}`,
@@ -256,56 +268,58 @@ try {
   }
 
   // 4. A holds every event stream and device socket it can; B's fresh stations and an event stream of B then connect.
-  await phase(
-    'device-sockets',
-    `while A holds every event stream and device socket it can (${STREAM_KEYS * STREAMS_PER_KEY} and ${HELD_SOCKETS} tried)`,
-    async () => {
-      const streams = await holdStreams(`${streamsOf(orgA)}`, streamKeysA, STREAMS_PER_KEY);
-      const held = await holdDeviceSockets(gatewayPort, stationsA.slice(0, HELD_SOCKETS));
-      const statuses: Record<string, number> = {};
-      for (const [kind, counts] of [
-        ['stream', streams.statuses],
-        ['socket', held.statuses],
-      ] as const) {
-        for (const [status, n] of Object.entries(counts)) statuses[`${kind} ${status}`] = n;
-      }
-      return {
-        streamsHeld: streams.accepted,
-        socketsHeld: held.accepted,
-        stop: async () => {
-          streams.close();
-          held.close();
-          return { rounds: STREAM_KEYS * STREAMS_PER_KEY + HELD_SOCKETS, statuses };
-        },
-      };
-    },
-    {
-      during: async () => {
-        const stream = await openStream(streamsOf(orgB), keyB);
-        stream.close();
-        return { freshStations: await connectFresh(gatewayPort, freshStations()), streamOfB: stream.status };
+  if (chosen('device-sockets'))
+    await phase(
+      'device-sockets',
+      `while A holds every event stream and device socket it can (${STREAM_KEYS * STREAMS_PER_KEY} and ${HELD_SOCKETS} tried)`,
+      async () => {
+        const streams = await holdStreams(`${streamsOf(orgA)}`, streamKeysA, STREAMS_PER_KEY);
+        const held = await holdDeviceSockets(gatewayPort, stationsA.slice(0, HELD_SOCKETS));
+        const statuses: Record<string, number> = {};
+        for (const [kind, counts] of [
+          ['stream', streams.statuses],
+          ['socket', held.statuses],
+        ] as const) {
+          for (const [status, n] of Object.entries(counts)) statuses[`${kind} ${status}`] = n;
+        }
+        return {
+          streamsHeld: streams.accepted,
+          socketsHeld: held.accepted,
+          stop: async () => {
+            streams.close();
+            held.close();
+            return { rounds: STREAM_KEYS * STREAMS_PER_KEY + HELD_SOCKETS, statuses };
+          },
+        };
       },
-    },
-  );
+      {
+        during: async () => {
+          const stream = await openStream(streamsOf(orgB), keyB);
+          stream.close();
+          return { freshStations: await connectFresh(gatewayPort, freshStations()), streamOfB: stream.status };
+        },
+      },
+    );
 
   // 5. Slow clients from another address; /healthz and B's fresh stations meanwhile.
-  await phase(
-    'slow-clients',
-    `while ${SLOW_SOCKETS} idle, trickling or unfinished-upgrade sockets come from ${SLOW_ADDRESS}`,
-    () => slowSockets(gatewayPort, SLOW_SOCKETS, SLOW_ADDRESS),
-    {
-      settleMs: 3_000,
-      during: async () => {
-        const watch = healthWatch(`${gateway}/healthz`);
-        const freshStationsResult = await connectFresh(gatewayPort, freshStations());
-        await sleep(SECONDS * 1000 - 500);
-        return { freshStations: freshStationsResult, health: await watch.stop() };
+  if (chosen('slow-clients'))
+    await phase(
+      'slow-clients',
+      `while ${SLOW_SOCKETS} idle, trickling or unfinished-upgrade sockets come from ${SLOW_ADDRESS}`,
+      () => slowSockets(gatewayPort, SLOW_SOCKETS, SLOW_ADDRESS),
+      {
+        settleMs: 3_000,
+        during: async () => {
+          const watch = healthWatch(`${gateway}/healthz`);
+          const freshStationsResult = await connectFresh(gatewayPort, freshStations());
+          await sleep(SECONDS * 1000 - 500);
+          return { freshStations: freshStationsResult, health: await watch.stop() };
+        },
       },
-    },
-  );
+    );
 
   // 6. An acknowledgement deadline with silent stations, declares at 10/s; then the watch of their overdue events.
-  {
+  if (chosen('ack-deadline')) {
     const deadline = await phase(
       'ack-deadline',
       `while A declares at ${DEADLINE_DECLARES_PER_SECOND}/s with a ${DEADLINE_SECONDS} s ack deadline and ${SILENT_DEVICES} silent stations`,
@@ -336,12 +350,14 @@ try {
   }
 
   // 7. Unknown keys from B's own address; B declares with a key never used before, fresh stations connect.
-  await phase(
-    'bad-keys',
-    `while A floods unknown keys from B's address (${BAD_KEY_LOOPS} connections; B on a key never used before)`,
-    () => abuseLoop(() => fetchStatus(`${api(orgA)}/events?limit=1`, { headers: { authorization: `Bearer ${unknownKey()}` } }), { concurrency: BAD_KEY_LOOPS }),
-    { key: unusedKeyB, during: async () => ({ freshStations: await connectFresh(gatewayPort, freshStations()) }) },
-  );
+  if (chosen('bad-keys'))
+    await phase(
+      'bad-keys',
+      `while A floods unknown keys from B's address (${BAD_KEY_LOOPS} connections; B on a key never used before)`,
+      () =>
+        abuseLoop(() => fetchStatus(`${api(orgA)}/events?limit=1`, { headers: { authorization: `Bearer ${unknownKey()}` } }), { concurrency: BAD_KEY_LOOPS }),
+      { key: unusedKeyB, during: async () => ({ freshStations: await connectFresh(gatewayPort, freshStations()) }) },
+    );
 
   const probeFault = await probe.verify();
   report = {

@@ -18,13 +18,26 @@ interface LiveFrame {
 export class DeviceStreams {
   private readonly following = new Map<DeviceConnection, Following>();
   private readonly framed = new WeakMap<StoredEvent, LiveFrame>();
+  private readonly stopMeasuring: () => void;
 
   constructor(
     private readonly ctx: AppContext,
     private readonly onError: (err: unknown, where: string) => void,
     /** During replay, wait for the socket to drain once this many bytes are queued. */
     private readonly replayHighWaterBytes: number,
-  ) {}
+  ) {
+    // Published once the log has handed the row to every live socket of the org (over several turns for a large org).
+    this.stopMeasuring = ctx.eventLog.onHandedOver((orgId, row) => {
+      const frame = this.framed.get(row);
+      if (frame && deviceFrameWritten.hasSubscribers) {
+        deviceFrameWritten.publish({ orgId, offset: row.offset, sockets: frame.reached } satisfies DeviceFrameWritten);
+      }
+    });
+  }
+
+  stop(): void {
+    this.stopMeasuring();
+  }
 
   /** Orgs with devices on this instance. */
   get orgs(): number {
@@ -58,11 +71,6 @@ export class DeviceStreams {
       frame = { wire: wireTextFrame(eventFrame(row.offset, row.payload)), reached: 0 };
       this.framed.set(row, frame);
       this.ctx.metrics.deviceEventLatency.observe(Math.max(0, Date.now() - row.createdAtMs) / 1000);
-      // Published once the log's loop has handed the row to every live socket of the org.
-      if (deviceFrameWritten.hasSubscribers) {
-        const written = frame;
-        queueMicrotask(() => deviceFrameWritten.publish({ orgId, offset: row.offset, sockets: written.reached } satisfies DeviceFrameWritten));
-      }
     }
     if (!conn.sendLive(row.offset, frame.wire)) return false;
     frame.reached++;

@@ -125,6 +125,7 @@ export class DeviceGateway {
     this.resends.stop();
     await this.connections.closeAll(this.options.closeGraceMs + 500);
     await this.acks.stop();
+    this.streams.stop();
     await this.background.settled();
   }
 

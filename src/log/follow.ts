@@ -48,6 +48,11 @@ export interface EventLogOptions {
   replayCacheBytes: number;
   /** How long one replay read serves the others: a reconnect storm's jittered arrivals fall within it. */
   replayCacheTtlMs: number;
+  /**
+   * Live hand-overs (one event to one follower) an org makes in one turn of the event loop; the rest of a large org's fan-out
+   * waits for the next turn, so that another org's commit, request or frame is not queued behind it.
+   */
+  handOversPerTurn: number;
   /** Called once per replay page read from the database. */
   onReplayRead?(): void;
 }
@@ -58,6 +63,7 @@ export const defaultEventLogOptions: EventLogOptions = {
   replaysAtOnce: 4,
   replayCacheBytes: 32 * 1024 * 1024,
   replayCacheTtlMs: 5_000,
+  handOversPerTurn: 32,
 };
 
 class Follower implements Following {
@@ -101,6 +107,12 @@ class Follower implements Following {
  */
 class OrgFollowers {
   readonly live = new Set<Follower>();
+  /**
+   * Live rows not yet handed to every follower that was live when they were read, oldest first: a follower gets them in
+   * offset order, and one that joins later has had them by its replay.
+   */
+  private readonly handing: { row: StoredEvent; followers: Follower[]; next: number }[] = [];
+  private handedOver: (() => void)[] = [];
   replaying = 0;
   /** Highest offset the live read has handed over; null until the first follower joins. */
   readOffset: number | null = null;
@@ -113,7 +125,35 @@ class OrgFollowers {
   ) {}
 
   get idle(): boolean {
-    return this.live.size === 0 && this.replaying === 0 && !this.running;
+    return this.live.size === 0 && this.replaying === 0 && !this.running && this.handing.length === 0;
+  }
+
+  get handingOver(): boolean {
+    return this.handing.length > 0;
+  }
+
+  /** Makes up to `budget` hand-overs of the oldest rows; returns what is left of the budget. */
+  handOver(budget: number): number {
+    while (budget > 0 && this.handing.length > 0) {
+      const head = this.handing[0]!;
+      while (budget > 0 && head.next < head.followers.length) {
+        const f = head.followers[head.next++]!;
+        budget--;
+        try {
+          if (!f.give(head.row, true)) this.live.delete(f);
+        } catch (err) {
+          // A sink that throws stops following; the others, and the committer that woke us, carry on.
+          this.live.delete(f);
+          f.close();
+          this.log.report([f], err, 'live read');
+        }
+      }
+      if (head.next < head.followers.length) break;
+      this.handing.shift();
+      this.log.handedOver(this.orgId, head.row);
+    }
+    if (this.handing.length === 0) for (const resolve of this.handedOver.splice(0)) resolve();
+    return budget;
   }
 
   /**
@@ -140,16 +180,13 @@ class OrgFollowers {
   }
 
   private deliver(row: StoredEvent): void {
-    for (const f of this.live) {
-      try {
-        if (!f.give(row, true)) this.live.delete(f);
-      } catch (err) {
-        // A sink that throws stops following; the others, and the committer that woke us, carry on.
-        this.live.delete(f);
-        f.close();
-        this.log.report([f], err, 'live read');
-      }
-    }
+    this.handing.push({ row, followers: [...this.live], next: 0 });
+    this.log.handOverSoon(this);
+  }
+
+  /** Resolves once every row read so far has been handed over: the live read's pace. */
+  private allHandedOver(): Promise<void> {
+    return this.handing.length === 0 ? Promise.resolve() : new Promise((resolve) => this.handedOver.push(resolve));
   }
 
   private async pump(): Promise<void> {
@@ -163,6 +200,7 @@ class OrgFollowers {
             this.deliver(row);
             this.readOffset = row.offset;
           }
+          await this.allHandedOver();
           if (rows.length < this.log.options.pageSize) break;
         }
       } while (this.again && this.live.size > 0);
@@ -245,6 +283,10 @@ export class EventLog {
   readonly turns: ReplayTurns;
   private readonly orgs = new Map<string, OrgFollowers>();
   private readonly listeners = new Set<(event: CommittedEvent) => void>();
+  private readonly handOverListeners = new Set<(orgId: string, row: StoredEvent) => void>();
+  /** Orgs with live rows still to hand over, served in turns. */
+  private readonly handing = new Set<OrgFollowers>();
+  private handOverTurn: NodeJS.Immediate | undefined;
   private timer: NodeJS.Timeout | undefined;
   private polling = false;
 
@@ -302,6 +344,40 @@ export class EventLog {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * Called once a live row has been handed to every follower of its org that was live when it was read (a fan-out's end, for
+   * its measurement).
+   */
+  onHandedOver(listener: (orgId: string, row: StoredEvent) => void): () => void {
+    this.handOverListeners.add(listener);
+    return () => this.handOverListeners.delete(listener);
+  }
+
+  handedOver(orgId: string, row: StoredEvent): void {
+    for (const listener of this.handOverListeners) listener(orgId, row);
+  }
+
+  /**
+   * A row of `org` waits to be handed over. Its first hand-overs happen now (a small org's alert leaves at once, before the
+   * declare's answer); what is over the turn's budget goes on in later turns, one budget per org per turn, round robin.
+   */
+  handOverSoon(org: OrgFollowers): void {
+    if (this.handing.has(org)) return;
+    org.handOver(this.options.handOversPerTurn);
+    if (!org.handingOver) return;
+    this.handing.add(org);
+    this.handOverTurn ??= setImmediate(() => this.handOverNextTurn());
+  }
+
+  private handOverNextTurn(): void {
+    this.handOverTurn = undefined;
+    for (const org of [...this.handing]) {
+      org.handOver(this.options.handOversPerTurn);
+      if (!org.handingOver) this.handing.delete(org);
+    }
+    if (this.handing.size > 0) this.handOverTurn = setImmediate(() => this.handOverNextTurn());
+  }
+
   /** Tells each distinct error handler of `followers` about a failed read, once. */
   report(followers: Iterable<Follower>, err: unknown, where: 'live read'): void {
     const handlers = new Set<NonNullable<FollowOptions['onError']>>();
@@ -348,5 +424,9 @@ export class EventLog {
     clearInterval(this.timer);
     this.timer = undefined;
     this.listeners.clear();
+    this.handOverListeners.clear();
+    if (this.handOverTurn) clearImmediate(this.handOverTurn);
+    this.handOverTurn = undefined;
+    this.handing.clear();
   }
 }

@@ -34,7 +34,7 @@ const RETRY_AFTER_SECONDS = 1;
  * Worker threads yield the CPU to the main thread, whose event loop carries every tenant's alert path: heavy work of one
  * tenant then waits for the alert path rather than the other way round.
  */
-const WORKER_NICE_INCREMENT = 5;
+const WORKER_NICE_INCREMENT = 19;
 
 /**
  * The entry of each thread: compiled, the worker module beside this one; from the TypeScript sources (a development

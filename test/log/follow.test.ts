@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { loadConfig } from '../../src/config.js';
-import type { LogSink, StoredEvent } from '../../src/log/follow.js';
+import { EventLog, type LogSink, type StoredEvent } from '../../src/log/follow.js';
 import { type RunningServer, startServer } from '../../src/server.js';
 import { freshDatabaseUrl } from '../helpers/db.js';
 import { client } from '../helpers/http.js';
@@ -103,5 +103,43 @@ describe('following the event log', () => {
     assert.deepEqual(offsets(slow), range(1, 7));
     assert.deepEqual(offsets(live), range(5, 7));
     following.close();
+  });
+  it("a large org's fan-out goes on in turns: another org's follower is not queued behind it, and each gets every event in order", async () => {
+    server ??= await startServer(config);
+    const [large, small] = [await createOrgTree(server.ctx), await createOrgTree(server.ctx)];
+    const log = new EventLog(server.ctx.db, { handOversPerTurn: 32 });
+    const followers = Array.from({ length: 300 }, () => new Recorder());
+    const lone = new Recorder();
+    await Promise.all([
+      ...followers.map((f) => log.follow(large.orgId, 0, f, { atEnd: true }).caughtUp),
+      log.follow(small.orgId, 0, lone, { atEnd: true }).caughtUp,
+    ]);
+    // Joining reads the log once; the commits below continue from where that read stands.
+    await new Promise((r) => setTimeout(r, 500));
+    const handedOver: number[] = [];
+    log.onHandedOver((orgId, row) => {
+      if (orgId === large.orgId) handedOver.push(row.offset);
+    });
+    const event = (orgId: string, offset: number) => ({
+      id: `event-${orgId}-${offset}`,
+      org_id: orgId,
+      emergency_id: 'e',
+      event_type: 'emergency.declared',
+      sequence: offset,
+      payload: JSON.stringify({ eventType: 'emergency.declared', offset }),
+      created_at: new Date().toISOString(),
+    });
+    // Two commits of the large org, then one of the small org, in one turn of the event loop (as one group commit ends).
+    log.committed({ orgId: large.orgId, offset: 1, written: [event(large.orgId, 1)] });
+    log.committed({ orgId: large.orgId, offset: 2, written: [event(large.orgId, 2)] });
+    log.committed({ orgId: small.orgId, offset: 1, written: [event(small.orgId, 1)] });
+    const reachedNow = followers.filter((f) => f.taken.length > 0).length;
+    assert.deepEqual(offsets(lone), [1], 'the small org has its event in the same turn');
+    assert.equal(reachedNow, 32, 'the large org has handed over one turn of its fan-out');
+
+    for (const f of followers) await f.until(2);
+    assert.ok(followers.every((f) => offsets(f).join() === '1,2' && f.taken.every((t) => t.live)));
+    assert.deepEqual(handedOver, [1, 2]);
+    log.close();
   });
 });

@@ -8,6 +8,9 @@ import type { ConnectionRegistry } from './connection-registry.js';
 import { eventFrame } from './protocol.js';
 import { ResendAllowance } from './resend-allowance.js';
 
+/** Re-sends made in one turn of the event loop. */
+const RESENDS_PER_TURN = 32;
+
 /**
  * Half-way to an event's acknowledgement deadline, sends the event again to the devices connected
  * here that it targets and that have not acknowledged it. Each instance polls the database for the
@@ -15,7 +18,7 @@ import { ResendAllowance } from './resend-allowance.js';
  * connections: no timer per device or per event, and with several instances each serves its own
  * devices. A device that is not connected gets the event by replay when it reconnects. Each device
  * gets at most ACK_RESENDS_PER_DEVICE_PER_MINUTE re-sends (ResendAllowance), and the events due are
- * handled one at a time with a turn of the event loop between them.
+ * handled one at a time with a turn of the event loop between them (and every RESENDS_PER_TURN re-sends).
  */
 export class ResendWatch {
   /** Re-sends due up to this time were handled; the first check starts at the gateway's start. */
@@ -76,9 +79,12 @@ export class ResendWatch {
         allowed.map((c) => c.device.id),
       );
       const frame = eventFrame(event.offset, event.payload);
+      let sent = 0;
       for (const conn of allowed) {
         if (!silent.has(conn.device.id) || !this.allowance.take(conn.device.id, now)) continue;
         if (conn.resend(event.offset, frame)) metrics.deviceResends.inc();
+        // A large org's re-sends take turns with everyone else's work, as its live fan-out does.
+        if (++sent % RESENDS_PER_TURN === 0) await nextTurn();
       }
     }
     const connected = new Set([...this.connections.values()].map((c) => c.device.id));

@@ -75,7 +75,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promi
     ctx.eventLog,
     {
       reverify: (token) => keys.authenticateFresh(token),
-      authorize: (principal, orgId) => authorize(ctx, { principal, requestId: null }, orgId, 'read'),
+      authorize: (principal, orgId) => authorize(ctx, { principal, requestId: null }, orgId, 'events:read'),
     },
     connections,
     tenants,

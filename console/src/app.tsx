@@ -22,7 +22,7 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
   // The organization's name and place, from the organizations GET /me (and GET /orgs past it) listed.
   const org = useMemo<Org | null>(() => session.orgs.find((o) => o.orgId.toLowerCase() === orgId.toLowerCase()) ?? null, [session.orgs, orgId]);
   const orgError = org ? null : new ApiError(403, 'org_not_covered', 'This key does not cover the requested organization.');
-  const canWrite = session.me.permissions.includes('write');
+  const canWrite = session.me.permissions.some((p) => p === 'write' || p === 'emergencies:write');
   const [streamState, setStreamState] = useState<StreamState>('connecting');
   const [streamError, setStreamError] = useState<unknown>(null);
   /** Bumped when the live channel has to start over (events past retention). */

@@ -1,21 +1,23 @@
 import type { z } from 'zod';
 import { type apiKeyRecord, presentApiKey } from '../domain/presenters/admin-records.js';
 import { type AdminSubject, operatorCaller } from '../domain/access/principal.js';
+import { GRANTS, type Grant } from '../domain/access/permissions.js';
 import { type AdminKeyRecord, createAdminKey, listAdminKeys, revokeAdminKey } from '../domain/admin-keys/service.js';
 import { createApiKey, listApiKeys, revokeApiKey, rotateApiKey } from '../domain/keys/service.js';
 import { path, secretOf } from './admin-api.js';
 import { type AdminList, adminCommand, itemsOf, pageOf } from './admin-command.js';
 import { type CliCommand, parseIdList, parseSubject, requireOption, UsageError } from './command.js';
 
-function parsePermissions(value: string): ('read' | 'write')[] {
+function parsePermissions(value: string): Grant[] {
   const perms = value
     .split(',')
     .map((p) => p.trim())
     .filter(Boolean);
-  if (perms.length === 0 || !perms.every((p) => p === 'read' || p === 'write')) {
-    throw new UsageError('--permissions must be read, write or read,write');
+  const unknown = perms.filter((p) => !(GRANTS as readonly string[]).includes(p));
+  if (perms.length === 0 || unknown.length > 0) {
+    throw new UsageError(`--permissions takes a comma-separated list of ${GRANTS.join(', ')}${unknown.length ? ` (not ${unknown.join(', ')})` : ''}`);
   }
-  return perms as ('read' | 'write')[];
+  return perms as Grant[];
 }
 
 function parseExpiry(value: string | boolean | undefined): string | null {
@@ -114,7 +116,7 @@ export const keyCommands: Record<string, CliCommand> = {
     options: {
       name: { type: 'string', value: 'N', required: true, description: 'a name for the key (shown as declaredBy)' },
       subject: { type: 'string', value: 'SUBJECT', required: true, description: 'org:ID, enterprise:ID or partner:ID (covers every org beneath it)' },
-      permissions: { type: 'string', value: 'PERMS', required: true, description: 'read, write or read,write' },
+      permissions: { type: 'string', value: 'PERMS', required: true, description: 'comma-separated: read, write, or resource permissions such as emergencies:read,messages:write' },
       'allowed-orgs': { type: 'string', value: 'ID,ID', description: 'narrow the key to these orgs of its subject' },
       'active-until': { type: 'string', value: 'ISO', description: 'expiry, an ISO-8601 timestamp with a zone, e.g. 2027-01-01T00:00:00Z' },
     },

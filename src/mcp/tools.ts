@@ -56,8 +56,8 @@ export const TOOLS: readonly ToolDefinition[] = [
     title: 'List emergency categories',
     description:
       'Lists the categories an emergency can be declared under in the organization (highest severity first). ' +
-      'Use a returned categoryId or name with create_emergency / update_emergency. Permission: read.',
-    permission: 'read',
+      'Use a returned categoryId or name with create_emergency / update_emergency. Permission: categories:read.',
+    permission: 'categories:read',
     input: z.strictObject({ orgId }),
     output: categoryPage,
     annotations: { ...READ, title: 'List emergency categories' },
@@ -69,8 +69,8 @@ export const TOOLS: readonly ToolDefinition[] = [
     title: 'List emergencies',
     description:
       'Lists emergencies of the organization, newest occurredAt first, with optional filters. Pass the returned nextCursor as ' +
-      'cursor for the next page (null on the last page). Filter by externalId to find an emergency after an ambiguous write. Permission: read.',
-    permission: 'read',
+      'cursor for the next page (null on the last page). Filter by externalId to find an emergency after an ambiguous write. Permission: emergencies:read.',
+    permission: 'emergencies:read',
     input: listEmergenciesQuery
       .safeExtend({
         orgId,
@@ -88,8 +88,8 @@ export const TOOLS: readonly ToolDefinition[] = [
   defineTool({
     name: 'get_emergency',
     title: 'Get an emergency',
-    description: 'Returns one emergency of the organization with its committed state. Permission: read.',
-    permission: 'read',
+    description: 'Returns one emergency of the organization with its committed state. Permission: emergencies:read.',
+    permission: 'emergencies:read',
     input: z.strictObject({ orgId, emergencyId }),
     output: emergencyRecord,
     annotations: { ...READ, title: 'Get an emergency' },
@@ -100,8 +100,8 @@ export const TOOLS: readonly ToolDefinition[] = [
     title: 'List audit-log entries',
     description:
       'Lists audit-log entries of the organization, newest first: who declared, re-categorized or resolved what, with the request id. ' +
-      'eventType requires eventCategory. Pass nextCursor as cursor for the next page. Permission: read.',
-    permission: 'read',
+      'eventType requires eventCategory. Pass nextCursor as cursor for the next page. Permission: audit:read.',
+    permission: 'audit:read',
     input: listAuditLogsQuery
       .safeExtend({
         orgId,
@@ -123,8 +123,8 @@ export const TOOLS: readonly ToolDefinition[] = [
       "Lists the organization's event stream (emergency.declared, emergency.categorized, emergency.resolved, and with an " +
       'acknowledgement deadline emergency.delivery_overdue and emergency.delivery_completed) after an offset, oldest first: what base ' +
       'stations and webhook subscribers were sent. Use it to catch up on what happened since the last offset you saw; ' +
-      'lastOffset is the newest offset now. Pass nextCursor as cursor while it is non-null. Filter with eventType and emergencyId. Permission: read.',
-    permission: 'read',
+      'lastOffset is the newest offset now. Pass nextCursor as cursor while it is non-null. Filter with eventType and emergencyId. Permission: events:read.',
+    permission: 'events:read',
     input: listEventsQuery
       .safeExtend({
         orgId,
@@ -145,8 +145,8 @@ export const TOOLS: readonly ToolDefinition[] = [
       'stand. For each event of the emergency: devices targeted, acknowledged, and the pending ones (name, online, acknowledged offset); ' +
       'webhook subscriptions targeted, succeeded, failed and pending. Events come in pages (pass nextCursor as cursor while it is ' +
       "non-null); each event lists at most 10 devices, and its devices.nextCursor, passed as deviceCursor, gives that event's next ones. " +
-      'Permission: read.',
-    permission: 'read',
+      'Permission: events:read.',
+    permission: 'events:read',
     input: receiptsQuery
       .safeExtend({
         orgId,
@@ -169,8 +169,8 @@ export const TOOLS: readonly ToolDefinition[] = [
     description:
       'Declares an emergency: it is real, alerts every base-station device of the organization and notifies webhook subscribers. ' +
       'Without categoryId/categoryName it lands under Uncategorized. Supply externalId (your incident id) so a retry cannot ' +
-      'create a duplicate: a repeated externalId is refused with the existing emergencyId. Returns the Emergency. Permission: write.',
-    permission: 'write',
+      'create a duplicate: a repeated externalId is refused with the existing emergencyId. Returns the Emergency. Permission: emergencies:write.',
+    permission: 'emergencies:write',
     input: declareInput
       .safeExtend({
         orgId,
@@ -191,8 +191,8 @@ export const TOOLS: readonly ToolDefinition[] = [
     description:
       'Moves an emergency that is not resolved to another category (exactly one of categoryId or categoryName); it becomes ' +
       '"categorized" and emergency.categorized is sent to devices and subscribers. Naming the category it already has while ' +
-      'categorized changes nothing. Resolved emergencies cannot be changed. Returns the Emergency. Permission: write.',
-    permission: 'write',
+      'categorized changes nothing. Resolved emergencies cannot be changed. Returns the Emergency. Permission: emergencies:write.',
+    permission: 'emergencies:write',
     input: recategorizeInput.safeExtend({ orgId, emergencyId, ...categorySelectorDescriptions }).strict(),
     output: emergencyRecord,
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true, title: 'Re-categorize an emergency' },
@@ -204,8 +204,8 @@ export const TOOLS: readonly ToolDefinition[] = [
     description:
       'Resolves an emergency (from declared or categorized); emergency.resolved is sent to devices and subscribers and the ' +
       'emergency becomes immutable. Calling it for an emergency that is already resolved changes nothing and returns an ' +
-      'emergency_resolved error (permission_denied to a key without the read permission). Returns the resolved Emergency. Permission: write.',
-    permission: 'write',
+      'emergency_resolved error (permission_denied to a key without emergencies:read). Returns the resolved Emergency. Permission: emergencies:write.',
+    permission: 'emergencies:write',
     input: resolveInput
       .safeExtend({
         orgId,

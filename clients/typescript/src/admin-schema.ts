@@ -776,7 +776,17 @@ export interface components {
         /** Format: uuid */
         id: string;
       };
-      permissions: ('read' | 'write')[];
+      permissions: (
+        | 'read'
+        | 'write'
+        | 'emergencies:read'
+        | 'emergencies:write'
+        | 'messages:write'
+        | 'categories:read'
+        | 'users:read'
+        | 'audit:read'
+        | 'events:read'
+      )[];
       allowedOrgIds: string[] | null;
       activeUntilDate: string | null;
       /** @enum {string} */
@@ -1049,8 +1059,18 @@ export interface components {
       name: string;
       /** @enum {string} */
       kind: 'api_key' | 'admin_key';
-      /** @description What the key may do in the organizations it covers: an API key its grants, an admin key always read and write. */
-      permissions: ('read' | 'write')[];
+      /** @description What the key may do in the organizations it covers: an API key its grants as given, an admin key always read and write. */
+      permissions: (
+        | 'read'
+        | 'write'
+        | 'emergencies:read'
+        | 'emergencies:write'
+        | 'messages:write'
+        | 'categories:read'
+        | 'users:read'
+        | 'audit:read'
+        | 'events:read'
+      )[];
       /** @description Whom the key was minted for; it covers every organization beneath it (an API key: narrowed by its allowed orgs). */
       subject: {
         /**
@@ -5998,7 +6018,17 @@ export interface operations {
             /** Format: uuid */
             id: string;
           };
-          permissions: ('read' | 'write')[];
+          permissions: (
+            | 'read'
+            | 'write'
+            | 'emergencies:read'
+            | 'emergencies:write'
+            | 'messages:write'
+            | 'categories:read'
+            | 'users:read'
+            | 'audit:read'
+            | 'events:read'
+          )[];
           allowedOrgIds?: string[] | null;
           activeUntilDate?: string | null;
         };

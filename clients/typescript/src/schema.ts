@@ -32,8 +32,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * List the categories an emergency can be declared under (permission: read).
-     * @description List the categories an emergency can be declared under (permission: read).
+     * List the categories an emergency can be declared under (permission: categories:read).
+     * @description List the categories an emergency can be declared under (permission: categories:read).
      */
     get: operations['listCategories'];
     put?: never;
@@ -52,13 +52,13 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * List emergencies, newest occurredAt first (permission: read).
-     * @description List emergencies, newest occurredAt first (permission: read).
+     * List emergencies, newest occurredAt first (permission: emergencies:read).
+     * @description List emergencies, newest occurredAt first (permission: emergencies:read).
      */
     get: operations['listEmergencies'];
     put?: never;
     /**
-     * Declare an emergency (permission: write). Emits emergency.declared.
+     * Declare an emergency (permission: emergencies:write). Emits emergency.declared.
      * @description Without categoryId/categoryName the emergency lands under Uncategorized. Supply externalId to deduplicate retries: a second declare with the same externalId is a 409 external_id_conflict carrying the existing emergencyId.
      */
     post: operations['declareEmergency'];
@@ -76,8 +76,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * Get one emergency with committed state (permission: read).
-     * @description Get one emergency with committed state (permission: read).
+     * Get one emergency with committed state (permission: emergencies:read).
+     * @description Get one emergency with committed state (permission: emergencies:read).
      */
     get: operations['getEmergency'];
     put?: never;
@@ -86,7 +86,7 @@ export interface paths {
     options?: never;
     head?: never;
     /**
-     * Re-categorize an emergency (permission: write). Emits emergency.categorized.
+     * Re-categorize an emergency (permission: emergencies:write). Emits emergency.categorized.
      * @description Exactly one of categoryId or categoryName; any other field is a 422 extra_forbidden. Naming the current category of a categorized emergency is a no-op that emits nothing.
      */
     patch: operations['recategorizeEmergency'];
@@ -102,7 +102,7 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * Resolve an emergency (permission: write). Emits emergency.resolved.
+     * Resolve an emergency (permission: emergencies:write). Emits emergency.resolved.
      * @description Returns the resolved Emergency: 201 the first time, 200 with the existing resolution on every later call (no event). A later call shows a record the caller did not write, so it takes the read permission too: 403 permission_denied without it.
      */
     post: operations['resolveEmergency'];
@@ -120,8 +120,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * List the users of the organization by lastName, firstName (permission: read).
-     * @description List the users of the organization by lastName, firstName (permission: read).
+     * List the users of the organization by lastName, firstName (permission: users:read).
+     * @description List the users of the organization by lastName, firstName (permission: users:read).
      */
     get: operations['listUsers'];
     put?: never;
@@ -140,8 +140,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * List audit-log entries, newest first (permission: read).
-     * @description List audit-log entries, newest first (permission: read).
+     * List audit-log entries, newest first (permission: audit:read).
+     * @description List audit-log entries, newest first (permission: audit:read).
      */
     get: operations['listAuditLogs'];
     put?: never;
@@ -180,7 +180,7 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The organization's event stream after an offset, oldest first (permission: read).
+     * The organization's event stream after an offset, oldest first (permission: events:read).
      * @description Each item carries the offset devices receive and the event envelope exactly as webhook subscribers receive it. Poll with `after` set to the last offset you processed (or follow `nextCursor` while it is non-null); `lastOffset` is the newest offset now. Events are kept at least 7 days (EVENT_RETENTION_DAYS); an `after` whose successors are gone is a 410 `events_expired` with `oldestOffset`.
      */
     get: operations['listEvents'];
@@ -200,8 +200,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * One emergency's events in sequence order: its timeline (permission: read).
-     * @description One emergency's events in sequence order: its timeline (permission: read).
+     * One emergency's events in sequence order: its timeline (permission: events:read).
+     * @description One emergency's events in sequence order: its timeline (permission: events:read).
      */
     get: operations['listEmergencyEvents'];
     put?: never;
@@ -220,8 +220,8 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The organization's base stations by name, with presence and acknowledged offset (permission: read).
-     * @description The organization's base stations by name, with presence and acknowledged offset (permission: read).
+     * The organization's base stations by name, with presence and acknowledged offset (permission: events:read).
+     * @description The organization's base stations by name, with presence and acknowledged offset (permission: events:read).
      */
     get: operations['listDevices'];
     put?: never;
@@ -240,7 +240,7 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * Which base stations and webhook subscribers have each event of an emergency (permission: read).
+     * Which base stations and webhook subscribers have each event of an emergency (permission: events:read).
      * @description `devices.targeted` counts the active devices that existed when the event was created, `devices.acknowledged` those that acknowledged it; `pending` lists those that have not. `webhooks` counts the subscriptions the event matched by delivery state. Events come in pages of `limit` (follow `nextCursor`); a page also stops early when it reaches 320 KiB, so no answer is larger than 1 MiB. Each event lists at most 10 devices, the pending ones first, then with `?detail=devices` the acknowledged ones, each by name; its `devices.nextCursor`, passed as `deviceCursor`, answers that event alone with its next `limit` devices. The counts always cover every targeted device.
      */
     get: operations['getEmergencyReceipts'];
@@ -260,7 +260,7 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The organization's events as they commit, as Server-Sent Events (permission: read).
+     * The organization's events as they commit, as Server-Sent Events (permission: events:read).
      * @description For browsers and other watchers: authenticate with the Authorization header (e.g. fetch() reading the body as a stream; EventSource cannot send it), so no key sits in a URL. Each event is `id: <offset>`, `event: <eventType>`, `data: <the envelope>`; a `: keep-alive` comment comes every 15 s. Without `after` (or Last-Event-ID) the stream starts with the next event; reconnect with `after=<last id>` to get what was missed, in order, with no gap and no duplicate.
      *
      *     A stream lives under the rules of its key: it ends (the body ends) within 2 s of the key being revoked, expiring or no longer covering the organization. A key holds at most `STREAMS_PER_KEY` streams at once per instance (default 20; the next is a 429 `too_many_streams`), an organization at most `STREAMS_PER_ORG` and a partner `STREAMS_PER_PARTNER` per instance unless an admin set their own quotas (429 `too_many_streams`), and an instance at most `MAX_STREAMS` (the next is a 503 `unavailable`; also when the organization or its partner holds its share of the instance, `TENANT_CONNECTION_SHARE`); all carry Retry-After. A client that does not read is disconnected once more than 1 MiB is queued for it, or once queued data has not moved for 30 s; it resumes with `after=<last id>` and loses nothing.
@@ -282,13 +282,13 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * An emergency's messages, oldest first, with their attachments (permission: read).
-     * @description An emergency's messages, oldest first, with their attachments (permission: read).
+     * An emergency's messages, oldest first, with their attachments (permission: emergencies:read).
+     * @description An emergency's messages, oldest first, with their attachments (permission: emergencies:read).
      */
     get: operations['listMessages'];
     put?: never;
     /**
-     * Post a message, with optional attachments, to an emergency (permission: write).
+     * Post a message, with optional attachments, to an emergency (permission: messages:write).
      * @description Posts a message into the conversation of the emergency; the conversation is created on demand. Posting to a resolved emergency is accepted.
      *     A message needs `content` or at least one attachment. Unknown top-level and `author` fields are rejected (`extra_forbidden`); unknown fields inside an attachment are ignored.
      *
@@ -327,7 +327,7 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The stored bytes of an inline attachment, with its media type (permission: read).
+     * The stored bytes of an inline attachment, with its media type (permission: emergencies:read).
      * @description For clients without a public media URL (ATTACHMENT_PUBLIC_BASE_URL unset). A link attachment has no stored bytes (404): its `url` is where it lives.
      */
     get: operations['getAttachmentContent'];
@@ -367,7 +367,7 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The emergency's latest state as one CAP 1.2 alert (permission: read).
+     * The emergency's latest state as one CAP 1.2 alert (permission: emergencies:read).
      * @description msgType Alert (declared), Update (re-categorized) or Cancel (resolved), status Actual, scope Private. Each transition is one message: identifier `<emergencyId>.<sequence>` (the declare is `.1`), sender `urn:uuid:<orgId>`, `references` naming the earlier messages (and, for an ingested alert, the message it came from). The info's category, severity and area follow the mapping of docs/cap.md. Valid by the official CAP 1.2 schema.
      */
     get: operations['getEmergencyCap'];
@@ -387,7 +387,7 @@ export interface paths {
       cookie?: never;
     };
     /**
-     * The organization's CAP alerts as an Atom 1.0 feed (permission: read).
+     * The organization's CAP alerts as an Atom 1.0 feed (permission: emergencies:read).
      * @description One entry per open emergency and per emergency resolved in the last 24 h, newest occurredAt first, at most 500 entries (the newest). Each entry's id is `urn:uuid:<emergencyId>`, its `updated` when its latest alert was sent; it links to the alert (rel alternate, application/cap+xml; links are path-absolute, resolved against the feed URL) and carries it as its content. Point a CAP aggregator at this URL with the key in the Authorization header.
      */
     get: operations['getCapFeed'];
@@ -409,7 +409,7 @@ export interface paths {
     get?: never;
     put?: never;
     /**
-     * Ingest another system's CAP 1.2 alert (permission: write).
+     * Ingest another system's CAP 1.2 alert (permission: emergencies:write).
      * @description Alert → declares an emergency (201) with externalId `sender,identifier` (a repeat is a 409 external_id_conflict with emergencyId), source `cap`, occurredAt the alert's `sent`, description from the info, location from the first area (a circle's center, else a polygon's centroid), declaredBy from senderName. Update → re-categorizes (200) and Cancel → resolves (201, or 200 when already resolved) the emergency its `references` name (an ingested Alert by sender,identifier, or an alert of this service). The category is the organization's mapping of the info's `event` (admin API `/orgs/{org_id}/cap-mappings`, case-insensitive), else Uncategorized.
      *
      *     Refused with 422 (loc ["body"], the reason in msg): a DOCTYPE or entity declaration (`xml_doctype_forbidden`, never parsed), nesting deeper than 32 (`too_deep`), not well-formed or not UTF-8 (`xml_invalid`), not valid by the CAP 1.2 schema (`cap_invalid`), status other than Actual (`cap_status_unsupported`), msgType Ack or Error (`cap_msgtype_unsupported`), an Update or Cancel without references (`cap_references_missing`).
@@ -823,8 +823,18 @@ export interface components {
       name: string;
       /** @enum {string} */
       kind: 'api_key' | 'admin_key';
-      /** @description What the key may do in the organizations it covers: an API key its grants, an admin key always read and write. */
-      permissions: ('read' | 'write')[];
+      /** @description What the key may do in the organizations it covers: an API key its grants as given, an admin key always read and write. */
+      permissions: (
+        | 'read'
+        | 'write'
+        | 'emergencies:read'
+        | 'emergencies:write'
+        | 'messages:write'
+        | 'categories:read'
+        | 'users:read'
+        | 'audit:read'
+        | 'events:read'
+      )[];
       /** @description Whom the key was minted for; it covers every organization beneath it (an API key: narrowed by its allowed orgs). */
       subject: {
         /**

@@ -1,4 +1,6 @@
-export type Permission = 'read' | 'write';
+import type { Grant, Permission } from './permissions.js';
+
+export type { Permission };
 export type SubjectType = 'partner' | 'enterprise' | 'org';
 
 /** What an admin key administers: the whole instance, or everything beneath one partner or enterprise. */
@@ -17,7 +19,10 @@ export type Principal =
       subjectType: SubjectType;
       subjectId: string;
       allowedOrgIds: string[] | null;
-      permissions: ReadonlySet<string>;
+      /** What the key was given, as stored. */
+      grants: readonly Grant[];
+      /** What those grants amount to. */
+      permissions: ReadonlySet<Permission>;
     }
   | { kind: 'operator'; name: string };
 

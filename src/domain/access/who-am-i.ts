@@ -4,6 +4,7 @@ import { AppError } from '../../errors.js';
 import { countCoveredOrgs, coveredOrg, listCoveredOrgs } from '../orgs/covered.js';
 import { uuid } from '../shared/schema.js';
 import type { Caller } from './principal.js';
+import { grantSchema } from './permissions.js';
 
 /** Organizations listed in a "who am I" answer; past them, `orgsNextCursor` continues with GET /orgs. */
 export const WHO_AM_I_ORGS = 200;
@@ -23,8 +24,8 @@ export const whoAmIRecord = z
     name: z.string().describe('The name the key was given when it was minted.'),
     kind: z.enum(['api_key', 'admin_key']),
     permissions: z
-      .array(z.enum(['read', 'write']))
-      .describe('What the key may do in the organizations it covers: an API key its grants, an admin key always read and write.'),
+      .array(grantSchema)
+      .describe('What the key may do in the organizations it covers: an API key its grants as given, an admin key always read and write.'),
     subject: z
       .object({
         type: z.enum(['instance', 'partner', 'enterprise', 'org']).describe('`instance` for admin keys of the whole instance only.'),
@@ -67,6 +68,5 @@ export async function whoAmI(ctx: AppContext, caller: Caller): Promise<WhoAmI> {
     // An admin key reads and writes every organization beneath its subject (see authorize).
     return { ...common, kind: 'admin_key', permissions: ['read', 'write'], subject: principal.subject };
   }
-  const permissions = (['read', 'write'] as const).filter((p) => principal.permissions.has(p));
-  return { ...common, kind: 'api_key', permissions, subject: { type: principal.subjectType, id: principal.subjectId } };
+  return { ...common, kind: 'api_key', permissions: [...principal.grants], subject: { type: principal.subjectType, id: principal.subjectId } };
 }

@@ -8,7 +8,7 @@ import type { AuditLogEntry, ListAuditLogsQuery } from './schema.js';
 
 /** Newest first. */
 export async function listAuditLogs(ctx: AppContext, caller: Caller, orgId: string, params: ListAuditLogsQuery): Promise<Page<AuditLogEntry>> {
-  await authorize(ctx, caller, orgId, 'read');
+  await authorize(ctx, caller, orgId, 'audit:read');
   let query = ctx.db.db.selectFrom('audit_logs').selectAll().where('org_id', '=', orgId);
   if (params.eventCategory) query = query.where('event_category', '=', params.eventCategory);
   if (params.eventType) query = query.where('event_type', '=', params.eventType);

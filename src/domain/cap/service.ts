@@ -32,9 +32,9 @@ export const FEED_RESOLVED_WINDOW_MS = 24 * 60 * 60 * 1000;
 // ---------------------------------------------------------------------------------------------------------------------------
 // Export
 
-/** The emergency's latest state as a CAP 1.2 alert document (permission: read; 404 like GET emergency), written on a worker thread. */
+/** The emergency's latest state as a CAP 1.2 alert document (permission: emergencies:read; 404 like GET emergency), written on a worker thread. */
 export async function emergencyCapDocument(ctx: AppContext, caller: Caller, orgId: string, emergencyId: string): Promise<string> {
-  const org = authorizeCached(caller, orgId, 'read') ?? (await authorize(ctx, caller, orgId, 'read'));
+  const org = authorizeCached(caller, orgId, 'emergencies:read') ?? (await authorize(ctx, caller, orgId, 'emergencies:read'));
   const row = isUuid(emergencyId) ? await emergencyForCap(ctx.db.db, org.id, emergencyId.toLowerCase()) : undefined;
   if (!row) throw emergencyNotFound(emergencyId);
   const transitions = await transitionsOf(ctx.db.db, org.id, [row.id]);
@@ -44,11 +44,11 @@ export async function emergencyCapDocument(ctx: AppContext, caller: Caller, orgI
 
 /**
  * The organization's Atom feed of CAP alerts: every open emergency and every one resolved in the last 24 h, newest occurredAt
- * first, at most FEED_MAX_ENTRIES (permission: read), as UTF-8. Built on a worker thread, and served again from the cache while the
+ * first, at most FEED_MAX_ENTRIES (permission: emergencies:read), as UTF-8. Built on a worker thread, and served again from the cache while the
  * org's stream head (every change of an emergency) and name are unchanged and no resolved emergency has left the window.
  */
 export async function capFeedDocument(ctx: AppContext, caller: Caller, orgId: string, links: CapLinks, now = Date.now()): Promise<Buffer> {
-  const org = await authorize(ctx, caller, orgId, 'read');
+  const org = await authorize(ctx, caller, orgId, 'emergencies:read');
   const db = ctx.db.db;
   const stamp = await feedStamp(db, org.id);
   const xml = await feedCacheOf(ctx).get(org.id, stamp, now, async () => {
@@ -76,12 +76,12 @@ export interface IngestResult {
 }
 
 /**
- * Ingests another system's CAP 1.2 alert (permission: write) through the operations REST uses: Alert → declare (externalId
+ * Ingests another system's CAP 1.2 alert (permission: emergencies:write) through the operations REST uses: Alert → declare (externalId
  * `sender,identifier`; a repeat is a 409 external_id_conflict), Update → re-categorize and Cancel → resolve the emergency its
  * `references` name. The category is the organization's mapping of the alert's `event`, else Uncategorized.
  */
 export async function ingestCapAlert(ctx: AppContext, caller: Caller, orgId: string, text: string, write: WriteOptions = {}): Promise<IngestResult> {
-  const org = await authorize(ctx, caller, orgId, 'write');
+  const org = await authorize(ctx, caller, orgId, 'emergencies:write');
   const alert = await ctx.offload.run(callerKey(caller), readCapAlertTask, text);
   if (alert.status !== 'Actual') {
     throw fieldError(

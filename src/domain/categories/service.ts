@@ -160,7 +160,7 @@ function categoryNotFound(field: 'categoryId' | 'categoryName', value: string) {
 }
 
 export async function listCategories(ctx: AppContext, caller: Caller, orgId: string, params: { cursor?: string; limit: number }): Promise<Page<CategoryItem>> {
-  await authorize(ctx, caller, orgId, 'read');
+  await authorize(ctx, caller, orgId, 'categories:read');
   let query = ctx.db.db.selectFrom('categories').selectAll().where('org_id', '=', orgId);
   if (params.cursor) {
     const [severity, name, id] = decodeCursor(params.cursor, CURSOR_SHAPES.categories);

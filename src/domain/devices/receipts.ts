@@ -31,7 +31,7 @@ export async function listOrgDevices(
   orgId: string,
   params: { cursor?: string; limit: number },
 ): Promise<Page<DeviceReceiptItem>> {
-  const org = await authorize(ctx, caller, orgId, 'read');
+  const org = await authorize(ctx, caller, orgId, 'events:read');
   const lastOffset = await committedOffset(ctx.db.db, org.id);
   const now = Date.now();
   const query = ctx.db.db.selectFrom('devices').select(DEVICE_COLUMNS).where('org_id', '=', org.id);
@@ -190,7 +190,7 @@ export async function emergencyReceipts(
   emergencyId: string,
   params: ReceiptsQuery,
 ): Promise<EmergencyReceipts> {
-  const org = await authorize(ctx, caller, orgId, 'read');
+  const org = await authorize(ctx, caller, orgId, 'events:read');
   const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   const from = params.deviceCursor === undefined ? null : decodeDeviceCursor(params.deviceCursor);
   const start = from ? { at: from.sequence } : { after: params.cursor ? decodeCursor(params.cursor, CURSOR_SHAPES.sequence)[0] : undefined };

@@ -186,7 +186,7 @@ export async function rotateDeviceToken(
 export async function listDevices(ctx: AppContext, caller: Caller, filter: { orgId?: string } = {}): Promise<DeviceRecord[]> {
   let query = ctx.db.db.selectFrom('devices').selectAll();
   if (filter.orgId !== undefined) {
-    const org = await authorize(ctx, caller, filter.orgId, 'read');
+    const org = await authorize(ctx, caller, filter.orgId, 'events:read');
     query = query.where('org_id', '=', org.id);
   } else if (caller.principal.kind !== 'operator') {
     throw new Error('Listing devices across organizations is reserved to the operator.');

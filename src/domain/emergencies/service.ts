@@ -119,7 +119,7 @@ export async function declareEmergency(
   input: DeclareInput,
   write: WriteOptions = {},
 ): Promise<EmergencyRecord> {
-  await authorize(ctx, caller, orgId, 'write');
+  await authorize(ctx, caller, orgId, 'emergencies:write');
   // Read outside the unit of work: categories are never changed or removed, and a committed one may
   // be cached at once, so the declare itself reads nothing and its writes can be batched.
   const category = await resolveCategory(ctx.db, orgId, input);
@@ -158,7 +158,7 @@ export async function declareEmergency(
 
 /** One emergency as the JSON text of its stored record (written with every change), ready to send. */
 export async function getEmergencyJson(ctx: AppContext, caller: Caller, orgId: string, emergencyId: string): Promise<string> {
-  if (!authorizeCached(caller, orgId, 'read')) await authorize(ctx, caller, orgId, 'read');
+  if (!authorizeCached(caller, orgId, 'emergencies:read')) await authorize(ctx, caller, orgId, 'emergencies:read');
   const record = isUuid(emergencyId) ? await emergencyRecordById(ctx.db, orgId, emergencyId.toLowerCase()) : undefined;
   if (record === undefined) throw emergencyNotFound(emergencyId);
   return record;
@@ -170,7 +170,7 @@ export async function getEmergency(ctx: AppContext, caller: Caller, orgId: strin
 
 /** A page of emergencies, newest occurredAt first, as the JSON text of the response: the stored records joined. */
 export async function listEmergenciesJson(ctx: AppContext, caller: Caller, orgId: string, params: ListEmergenciesQuery): Promise<string> {
-  await authorize(ctx, caller, orgId, 'read');
+  await authorize(ctx, caller, orgId, 'emergencies:read');
   let query = ctx.db.db.selectFrom('emergencies as e').select(['e.id', 'e.occurred_at', 'e.record']).where('e.org_id', '=', orgId);
   if (params.status) query = query.where('e.status', '=', params.status);
   if (params.categoryId) query = query.where('e.category_id', '=', params.categoryId.toLowerCase());
@@ -210,7 +210,7 @@ export async function recategorizeEmergency(
   input: RecategorizeInput,
   write: WriteOptions = {},
 ): Promise<EmergencyRecord> {
-  await authorize(ctx, caller, orgId, 'write');
+  await authorize(ctx, caller, orgId, 'emergencies:write');
   return ctx.db.unitOfWork(async (tx) => {
     const { row, current } = await lockedEmergency(tx, orgId, emergencyId);
     if (row.status === 'resolved') {
@@ -249,12 +249,12 @@ export async function resolveEmergency(
   input: ResolveInput,
   write: WriteOptions = {},
 ): Promise<{ emergency: EmergencyRecord; created: boolean }> {
-  await authorize(ctx, caller, orgId, 'write');
+  await authorize(ctx, caller, orgId, 'emergencies:write');
   return ctx.db.unitOfWork(async (tx) => {
     const { row, current } = await lockedEmergency(tx, orgId, emergencyId);
     if (row.status === 'resolved') {
       // The answer is the record as resolved earlier, by anyone: reading it takes the read permission.
-      requirePermission(caller, 'read', `to be answered with emergency ${row.id}, which was resolved before`);
+      requirePermission(caller, 'emergencies:read', `to be answered with emergency ${row.id}, which was resolved before`);
       return { emergency: current, created: false };
     }
     const now = nowIso();

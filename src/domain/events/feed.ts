@@ -39,7 +39,7 @@ function pageJson<R extends StoredItem>(rows: R[], limit: number, cursorOf: (row
  * successors were removed by retention is a 410 `events_expired` naming the oldest offset still kept.
  */
 export async function listEventsJson(ctx: AppContext, caller: Caller, orgId: string, params: ListEventsQuery): Promise<string> {
-  const org = await authorize(ctx, caller, orgId, 'read');
+  const org = await authorize(ctx, caller, orgId, 'events:read');
   const after = params.cursor ? decodeCursor(params.cursor, CURSOR_SHAPES.streamOffset)[0] : params.after;
   const { eventType: types, emergencyId } = params;
   // An id that cannot name an emergency matches nothing (as a filter, not a 404).
@@ -63,7 +63,7 @@ export async function listEmergencyEventsJson(
   emergencyId: string,
   params: EmergencyEventsQuery,
 ): Promise<string> {
-  const org = await authorize(ctx, caller, orgId, 'read');
+  const org = await authorize(ctx, caller, orgId, 'events:read');
   const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   const after = params.cursor ? decodeCursor(params.cursor, CURSOR_SHAPES.sequence)[0] : undefined;
   const rows = await emergencyEvents(ctx.db.db, org.id, id, { after }, params.limit + 1, ['stream_offset', 'payload', 'sequence']);
@@ -81,7 +81,7 @@ export async function listEvents(ctx: AppContext, caller: Caller, orgId: string,
  * An offset beyond the newest (e.g. kept across a database restore) starts at the newest.
  */
 export async function streamStart(ctx: AppContext, caller: Caller, orgId: string, after: number | undefined): Promise<{ orgId: string; after: number }> {
-  const org = await authorize(ctx, caller, orgId, 'read');
+  const org = await authorize(ctx, caller, orgId, 'events:read');
   const { lastOffset, prunedOffset } = await streamBounds(ctx.db.db, org.id);
   if (after === undefined) return { orgId: org.id, after: lastOffset };
   if (after > 0 && after < prunedOffset) {

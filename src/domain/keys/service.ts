@@ -4,6 +4,7 @@ import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { ApiKeyTable } from '../../db/types.js';
 import type { Caller, SubjectType } from '../access/principal.js';
+import { type Grant, permissionsOf } from '../access/permissions.js';
 import { recordAudit } from '../audit/record.js';
 import { AppError } from '../../errors.js';
 import { adminSubjectOf, requireReach } from '../access/admin-scope.js';
@@ -22,7 +23,7 @@ export interface KeySpec {
   name: string;
   subjectType: SubjectType;
   subjectId: string;
-  permissions: ('read' | 'write')[];
+  permissions: Grant[];
   allowedOrgIds?: string[] | null;
   activeUntil?: string | null;
 }
@@ -169,7 +170,7 @@ export async function rotateApiKey(
         name: old.name,
         subjectType: old.subject_type as SubjectType,
         subjectId: old.subject_id,
-        permissions: old.permissions.split(',') as ('read' | 'write')[],
+        permissions: old.permissions.split(',') as Grant[],
         allowedOrgIds: fromJson<string[]>(old.allowed_org_ids),
         activeUntil: old.active_until,
       });
@@ -206,7 +207,8 @@ export function apiKeyKind(ctx: AppContext): KeyKind<ApiKeyTable> {
       subjectType: row.subject_type as SubjectType,
       subjectId: row.subject_id,
       allowedOrgIds: fromJson<string[]>(row.allowed_org_ids),
-      permissions: new Set(row.permissions.split(',')),
+      grants: row.permissions.split(',').filter(Boolean) as Grant[],
+      permissions: permissionsOf(row.permissions.split(',')),
     }),
     markUsed: (row, at) => ctx.db.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', row.id).execute(),
   };

@@ -18,7 +18,7 @@ export async function listMessages(
   emergencyId: string,
   params: { cursor?: string; limit: number },
 ): Promise<Page<MessageRecord>> {
-  const org = await authorize(ctx, caller, orgId, 'read');
+  const org = await authorize(ctx, caller, orgId, 'emergencies:read');
   const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   const page = await keysetPage(
     ctx.db.db.selectFrom('messages').selectAll().where('org_id', '=', org.id).where('emergency_id', '=', id),
@@ -64,7 +64,7 @@ export async function attachmentContent(
   emergencyId: string,
   attachmentId: string,
 ): Promise<{ bytes: Buffer; mimeType: string }> {
-  const org = await authorize(ctx, caller, orgId, 'read');
+  const org = await authorize(ctx, caller, orgId, 'emergencies:read');
   const id = await existingEmergencyId(ctx.db.db, org.id, emergencyId);
   const row = isUuid(attachmentId)
     ? await ctx.db.db

@@ -35,7 +35,7 @@ export async function postMessage(
   write: WriteOptions = {},
 ): Promise<PostedMessage> {
   const input = post instanceof DecodedPost ? post.input : post;
-  const orgId = (await authorize(ctx, caller, orgIdParam, 'write')).id;
+  const orgId = (await authorize(ctx, caller, orgIdParam, 'messages:write')).id;
   const emergencyId = emergencyIdParam.toLowerCase();
   if (!isUuid(emergencyId)) throw emergencyNotFound(emergencyIdParam);
   // After the first post the conversation is known (remembered, or one read) and so is the emergency's

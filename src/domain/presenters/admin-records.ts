@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { DeviceRecord } from '../devices/schema.js';
 import type { KeyRecord } from '../keys/service.js';
+import { type Grant, grantSchema } from '../access/permissions.js';
 import { pageOf, timestamp, uuid } from '../shared/schema.js';
 import type { SubscriptionRecord } from '../webhooks/schema.js';
 
@@ -19,7 +20,7 @@ export const apiKeyRecord = z
     apiKeyId: uuid,
     name: z.string(),
     subject: subjectSchema,
-    permissions: z.array(z.enum(['read', 'write'])),
+    permissions: z.array(grantSchema),
     allowedOrgIds: z.array(uuid).nullable(),
     activeUntilDate: timestamp.nullable(),
     status: z.enum(['active', 'inactive']),
@@ -35,7 +36,7 @@ export function presentApiKey(r: KeyRecord): z.infer<typeof apiKeyRecord> {
     apiKeyId: r.id,
     name: r.name,
     subject: r.subject as z.infer<typeof subjectSchema>,
-    permissions: r.permissions as ('read' | 'write')[],
+    permissions: r.permissions as Grant[],
     allowedOrgIds: r.allowedOrgIds,
     activeUntilDate: r.activeUntilDate,
     status: r.status === 'active' ? 'active' : 'inactive',

@@ -123,7 +123,7 @@ function toUserItem(r: UserRow): UserItem {
 }
 
 export async function listUsers(ctx: AppContext, caller: Caller, orgId: string, params: { cursor?: string; limit: number }): Promise<Page<UserItem>> {
-  const org = await authorize(ctx, caller, orgId, 'read');
+  const org = await authorize(ctx, caller, orgId, 'users:read');
   let query = usersWithTree(ctx.db.db).where('u.org_id', '=', org.id);
   if (params.cursor) {
     const [last, first, id] = decodeCursor(params.cursor, CURSOR_SHAPES.users);

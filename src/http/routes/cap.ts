@@ -72,7 +72,7 @@ export const capRoutes =
       schema: {
         operationId: 'getEmergencyCap',
         tags: ['cap'],
-        summary: "The emergency's latest state as one CAP 1.2 alert (permission: read).",
+        summary: "The emergency's latest state as one CAP 1.2 alert (permission: emergencies:read).",
         description:
           'msgType Alert (declared), Update (re-categorized) or Cancel (resolved), status Actual, scope Private. Each transition is one ' +
           'message: identifier `<emergencyId>.<sequence>` (the declare is `.1`), sender `urn:uuid:<orgId>`, `references` naming the ' +
@@ -94,7 +94,7 @@ export const capRoutes =
       schema: {
         operationId: 'getCapFeed',
         tags: ['cap'],
-        summary: "The organization's CAP alerts as an Atom 1.0 feed (permission: read).",
+        summary: "The organization's CAP alerts as an Atom 1.0 feed (permission: emergencies:read).",
         description:
           `One entry per open emergency and per emergency resolved in the last 24 h, newest occurredAt first, at most ${FEED_MAX_ENTRIES} ` +
           "entries (the newest). Each entry's id is `urn:uuid:<emergencyId>`, its `updated` when its latest alert was sent; it links " +
@@ -130,7 +130,7 @@ export const capRoutes =
         headers: idempotencyHeaders,
         operationId: 'ingestCapAlert',
         tags: ['cap'],
-        summary: "Ingest another system's CAP 1.2 alert (permission: write).",
+        summary: "Ingest another system's CAP 1.2 alert (permission: emergencies:write).",
         description:
           'Alert → declares an emergency (201) with externalId `sender,identifier` (a repeat is a 409 external_id_conflict with ' +
           "emergencyId), source `cap`, occurredAt the alert's `sent`, description from the info, location from the first area " +

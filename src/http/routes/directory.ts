@@ -19,7 +19,7 @@ export const directoryRoutes =
       schema: {
         operationId: 'listUsers',
         tags: ['users'],
-        summary: 'List the users of the organization by lastName, firstName (permission: read).',
+        summary: 'List the users of the organization by lastName, firstName (permission: users:read).',
         params: orgPath,
         querystring: pageQuery,
         response: { 200: userPage, ...errorResponses() },
@@ -31,7 +31,7 @@ export const directoryRoutes =
       schema: {
         operationId: 'listAuditLogs',
         tags: ['audit'],
-        summary: 'List audit-log entries, newest first (permission: read).',
+        summary: 'List audit-log entries, newest first (permission: audit:read).',
         params: orgPath,
         querystring: listAuditLogsQuery,
         response: { 200: auditLogPage, ...errorResponses() },

@@ -21,7 +21,7 @@ export const emergencyRoutes =
       schema: {
         operationId: 'listCategories',
         tags: ['categories'],
-        summary: 'List the categories an emergency can be declared under (permission: read).',
+        summary: 'List the categories an emergency can be declared under (permission: categories:read).',
         params: orgPath,
         querystring: pageQuery,
         response: { 200: categoryPage, ...errorResponses() },
@@ -35,7 +35,7 @@ export const emergencyRoutes =
         headers: idempotencyHeaders,
         operationId: 'declareEmergency',
         tags: ['emergencies'],
-        summary: 'Declare an emergency (permission: write). Emits emergency.declared.',
+        summary: 'Declare an emergency (permission: emergencies:write). Emits emergency.declared.',
         description:
           'Without categoryId/categoryName the emergency lands under Uncategorized. Supply externalId to deduplicate retries: ' +
           'a second declare with the same externalId is a 409 external_id_conflict carrying the existing emergencyId.',
@@ -60,7 +60,7 @@ export const emergencyRoutes =
       schema: {
         operationId: 'listEmergencies',
         tags: ['emergencies'],
-        summary: 'List emergencies, newest occurredAt first (permission: read).',
+        summary: 'List emergencies, newest occurredAt first (permission: emergencies:read).',
         params: orgPath,
         querystring: listEmergenciesQuery,
         response: { 200: emergencyPage, ...errorResponses() },
@@ -72,7 +72,7 @@ export const emergencyRoutes =
       schema: {
         operationId: 'getEmergency',
         tags: ['emergencies'],
-        summary: 'Get one emergency with committed state (permission: read).',
+        summary: 'Get one emergency with committed state (permission: emergencies:read).',
         params: emergencyPath,
         response: { 200: emergencyRecord, ...errorResponses({ 404: 'emergency_not_found' }) },
       },
@@ -85,7 +85,7 @@ export const emergencyRoutes =
         headers: idempotencyHeaders,
         operationId: 'recategorizeEmergency',
         tags: ['emergencies'],
-        summary: 'Re-categorize an emergency (permission: write). Emits emergency.categorized.',
+        summary: 'Re-categorize an emergency (permission: emergencies:write). Emits emergency.categorized.',
         description:
           'Exactly one of categoryId or categoryName; any other field is a 422 extra_forbidden. Naming the current category of a categorized ' +
           'emergency is a no-op that emits nothing.',
@@ -114,7 +114,7 @@ export const emergencyRoutes =
         headers: idempotencyHeaders,
         operationId: 'resolveEmergency',
         tags: ['emergencies'],
-        summary: 'Resolve an emergency (permission: write). Emits emergency.resolved.',
+        summary: 'Resolve an emergency (permission: emergencies:write). Emits emergency.resolved.',
         description:
           'Returns the resolved Emergency: 201 the first time, 200 with the existing resolution on every later call (no event). ' +
           'A later call shows a record the caller did not write, so it takes the read permission too: 403 permission_denied without it.',

@@ -32,7 +32,7 @@ export const feedRoutes =
       schema: {
         operationId: 'listEvents',
         tags: ['events'],
-        summary: "The organization's event stream after an offset, oldest first (permission: read).",
+        summary: "The organization's event stream after an offset, oldest first (permission: events:read).",
         description:
           'Each item carries the offset devices receive and the event envelope exactly as webhook subscribers receive it. Poll with ' +
           '`after` set to the last offset you processed (or follow `nextCursor` while it is non-null); `lastOffset` is the newest ' +
@@ -49,7 +49,7 @@ export const feedRoutes =
       schema: {
         operationId: 'listEmergencyEvents',
         tags: ['events'],
-        summary: "One emergency's events in sequence order: its timeline (permission: read).",
+        summary: "One emergency's events in sequence order: its timeline (permission: events:read).",
         params: emergencyPath,
         querystring: emergencyEventsQuery,
         response: { 200: eventPage, ...errorResponses({ 404: 'emergency_not_found' }) },
@@ -62,7 +62,7 @@ export const feedRoutes =
       schema: {
         operationId: 'listDevices',
         tags: ['devices'],
-        summary: "The organization's base stations by name, with presence and acknowledged offset (permission: read).",
+        summary: "The organization's base stations by name, with presence and acknowledged offset (permission: events:read).",
         params: orgPath,
         querystring: pageQuery,
         response: { 200: devicePage, ...errorResponses() },
@@ -74,7 +74,7 @@ export const feedRoutes =
       schema: {
         operationId: 'getEmergencyReceipts',
         tags: ['devices'],
-        summary: 'Which base stations and webhook subscribers have each event of an emergency (permission: read).',
+        summary: 'Which base stations and webhook subscribers have each event of an emergency (permission: events:read).',
         description:
           '`devices.targeted` counts the active devices that existed when the event was created, `devices.acknowledged` those that ' +
           'acknowledged it; `pending` lists those that have not. `webhooks` counts the subscriptions the event matched by delivery state. ' +

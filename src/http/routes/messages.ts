@@ -107,7 +107,7 @@ export const messageRoutes =
         headers: idempotencyHeaders,
         operationId: 'postMessage',
         tags: ['messages'],
-        summary: 'Post a message, with optional attachments, to an emergency (permission: write).',
+        summary: 'Post a message, with optional attachments, to an emergency (permission: messages:write).',
         description,
         params: emergencyPath,
         body: postMessageInput,
@@ -143,7 +143,7 @@ export const messageRoutes =
       schema: {
         operationId: 'listMessages',
         tags: ['messages'],
-        summary: "An emergency's messages, oldest first, with their attachments (permission: read).",
+        summary: "An emergency's messages, oldest first, with their attachments (permission: emergencies:read).",
         params: emergencyPath,
         querystring: pageQuery,
         response: { 200: pageOf(messageRecord), ...errorResponses({ 404: 'emergency_not_found' }) },
@@ -155,7 +155,7 @@ export const messageRoutes =
       schema: {
         operationId: 'getAttachmentContent',
         tags: ['messages'],
-        summary: 'The stored bytes of an inline attachment, with its media type (permission: read).',
+        summary: 'The stored bytes of an inline attachment, with its media type (permission: emergencies:read).',
         description:
           'For clients without a public media URL (ATTACHMENT_PUBLIC_BASE_URL unset). A link attachment has no stored bytes (404): its `url` is where it lives.',
         params: emergencyPath.extend({ attachment_id: z.string().min(1).max(256) }),

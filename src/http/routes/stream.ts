@@ -21,7 +21,7 @@ export const streamRoutes =
       schema: {
         operationId: 'streamEvents',
         tags: ['events'],
-        summary: "The organization's events as they commit, as Server-Sent Events (permission: read).",
+        summary: "The organization's events as they commit, as Server-Sent Events (permission: events:read).",
         description:
           'For browsers and other watchers: authenticate with the Authorization header (e.g. fetch() reading the body as a stream; ' +
           'EventSource cannot send it), so no key sits in a URL. Each event is `id: <offset>`, `event: <eventType>`, `data: <the ' +

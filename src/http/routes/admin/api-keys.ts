@@ -7,6 +7,7 @@ import { isoTimestampInput, pageOf } from '../../../domain/shared/schema.js';
 import { callerOf } from '../../../edge/auth.js';
 import { idempotencyHeaders, writeOptionsOf } from '../../../edge/idempotency.js';
 import { pageQuery } from '../params.js';
+import { GRANTS, grantSchema } from '../../../domain/access/permissions.js';
 import { adminErrors, idParam } from './params.js';
 import { apiKeyRecord, presentApiKey } from '../../../domain/presenters/admin-records.js';
 import { storedAnswer } from './present.js';
@@ -14,10 +15,7 @@ import { storedAnswer } from './present.js';
 const createApiKeyBody = z.strictObject({
   name: z.string().trim().min(1).max(128),
   subject: z.strictObject({ type: z.enum(['partner', 'enterprise', 'org']), id: z.uuid() }),
-  permissions: z
-    .array(z.enum(['read', 'write']))
-    .min(1)
-    .max(2),
+  permissions: z.array(grantSchema).min(1).max(GRANTS.length),
   allowedOrgIds: z.array(z.uuid()).min(1).max(1000).nullable().optional(),
   activeUntilDate: isoTimestampInput.nullable().optional(),
 });

@@ -120,7 +120,13 @@ try {
     const serverEnv: Record<string, string | undefined> = { ...process.env, ...env, PORT: String(onPort) };
     delete serverEnv.RATE_LIMIT_PER_KEY;
     // Through bash to lower the descriptor limit of the server alone; `exec` keeps the pid.
-    const args = [process.execPath, ...(process.env.BENCH_FAIRNESS_SERVER_FLAGS?.split(' ').filter(Boolean) ?? []), BIN, 'serve', ...(role ? ['--role', role] : [])];
+    const args = [
+      process.execPath,
+      ...(process.env.BENCH_FAIRNESS_SERVER_FLAGS?.split(' ').filter(Boolean) ?? []),
+      BIN,
+      'serve',
+      ...(role ? ['--role', role] : []),
+    ];
     servers.push(spawn('/bin/bash', ['-c', `ulimit -n ${OPEN_FILES}; exec "$@"`, 'bash', ...args], { env: serverEnv, stdio: ['ignore', 'ignore', 'inherit'] }));
     await waitForHttp(`http://127.0.0.1:${onPort}/readyz`, 60_000);
   };

@@ -116,7 +116,12 @@ export const keyCommands: Record<string, CliCommand> = {
     options: {
       name: { type: 'string', value: 'N', required: true, description: 'a name for the key (shown as declaredBy)' },
       subject: { type: 'string', value: 'SUBJECT', required: true, description: 'org:ID, enterprise:ID or partner:ID (covers every org beneath it)' },
-      permissions: { type: 'string', value: 'PERMS', required: true, description: 'comma-separated: read, write, or resource permissions such as emergencies:read,messages:write' },
+      permissions: {
+        type: 'string',
+        value: 'PERMS',
+        required: true,
+        description: 'comma-separated: read, write, or resource permissions such as emergencies:read,messages:write',
+      },
       'allowed-orgs': { type: 'string', value: 'ID,ID', description: 'narrow the key to these orgs of its subject' },
       'active-until': { type: 'string', value: 'ISO', description: 'expiry, an ISO-8601 timestamp with a zone, e.g. 2027-01-01T00:00:00Z' },
     },

@@ -49,7 +49,7 @@ export class DeviceStreams {
     const orgId = conn.device.orgId;
     const highWater = this.replayHighWaterBytes;
     const sink: LogSink = {
-      take: (row, live) => (live ? this.sendLive(orgId, conn, row) : conn.sendStored(row.offset, row.payload)),
+      take: (row, live) => (live ? this.sendLive(conn, row) : conn.sendStored(row.offset, row.payload)),
       get backedUp() {
         return conn.ws.bufferedAmount > highWater;
       },
@@ -65,7 +65,7 @@ export class DeviceStreams {
     this.following.delete(conn);
   }
 
-  private sendLive(orgId: string, conn: DeviceConnection, row: StoredEvent): boolean {
+  private sendLive(conn: DeviceConnection, row: StoredEvent): boolean {
     let frame = this.framed.get(row);
     if (!frame) {
       frame = { wire: wireTextFrame(eventFrame(row.offset, row.payload)), reached: 0 };

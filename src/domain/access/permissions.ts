@@ -4,15 +4,7 @@ import { z } from 'zod';
  * What an API key may do, resource by resource (extensions §10). Each REST route and each tool needs one of them; messages
  * are read with their emergency (`emergencies:read`), base stations and receipts with the events (`events:read`).
  */
-export const PERMISSIONS = [
-  'emergencies:read',
-  'emergencies:write',
-  'messages:write',
-  'categories:read',
-  'users:read',
-  'audit:read',
-  'events:read',
-] as const;
+export const PERMISSIONS = ['emergencies:read', 'emergencies:write', 'messages:write', 'categories:read', 'users:read', 'audit:read', 'events:read'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 /** What a key is given: a permission, or `read` / `write` for every permission of that kind (the keys of before keep their meaning). */

@@ -183,6 +183,14 @@ const configSchema = z
       .optional()
       .transform((url) => (url === undefined ? undefined : new URL(url).origin)),
     /** Browser origins the tool server answers besides its own (comma list); a request from any other Origin is 403 (DNS rebinding). */
+    /** Tool server sessions one key holds on one instance; opening one more ends the key's least recently used one without a stream. */
+    MCP_SESSIONS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(16),
+    /** Tool server sessions one instance holds; beyond it `initialize` is 503 with Retry-After (stateless calls keep working). */
+    MCP_SESSIONS_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
+    /** A tool server session without a request or an open stream for this long ends (its client gets 404 and initializes again). */
+    MCP_SESSION_IDLE_SECONDS: z.coerce.number().int().min(10).max(7 * 24 * 3600).default(1800),
+    /** Resource subscriptions one tool server session holds. */
+    MCP_SUBSCRIPTIONS_PER_SESSION: z.coerce.number().int().min(1).max(10_000).default(100),
     MCP_ALLOWED_ORIGINS: commaList.refine(
       (origins) => origins.every((o) => /^https?:\/\/[^/\s]+$/.test(o)),
       'a comma list of origins like https://agent.example.com',

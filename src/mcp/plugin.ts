@@ -10,11 +10,16 @@ import { enforceRateLimit } from '../edge/rate-limit.js';
 import { directCall, SingleResponseTransport } from './direct-call.js';
 import { foreignOriginRefusal } from './origin-check.js';
 import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
+import { type McpSession, McpSessions } from './sessions.js';
+import { ResourceSubscriptions } from './subscriptions.js';
 
 export const MCP_PATH = '/mcp';
 
 /** Marks a body that is not JSON, so it is answered with a JSON-RPC parse error rather than the REST 422. */
 const INVALID_JSON = Symbol('invalid JSON');
+
+/** Requests that only a session can serve: the rest of a session's requests take the stateless path. */
+const SESSION_METHODS = new Set(['resources/subscribe', 'resources/unsubscribe', 'logging/setLevel']);
 
 /** Only the headers the transport reads; copying every header into a web Request costs time on each call. */
 const FORWARDED_HEADERS = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'] as const;
@@ -90,6 +95,39 @@ export const mcpRoutes =
   (ctx: AppContext, gate: KeyGate): FastifyPluginAsync =>
   async (app: FastifyInstance) => {
     const pool = new ToolServerPool(() => createToolServer(ctx, app.log));
+    const { config } = ctx;
+    const sessions = new McpSessions(
+      {
+        perKey: config.MCP_SESSIONS_PER_KEY,
+        max: config.MCP_SESSIONS_MAX,
+        idleMs: config.MCP_SESSION_IDLE_SECONDS * 1000,
+        recheckMs: 2_000,
+      },
+      (token) => gate.keys.authenticateFresh(token),
+      (err) => app.log.warn({ err }, 'tool server session check failed'),
+    );
+    app.addHook('onClose', async () => sessions.close());
+
+    /** The session a request names, or its 404: unknown, ended, or another key's look alike. */
+    const sessionOf = (request: FastifyRequest, reply: FastifyReply): McpSession | undefined => {
+      const id = request.headers['mcp-session-id'];
+      const principal = request.principal;
+      const session = typeof id === 'string' && principal?.kind === 'api_key' ? sessions.find(id, principal.keyId) : undefined;
+      if (!session) {
+        void jsonRpcError(reply, 404, -32001, 'Session not found: it ended or expired. Send initialize again (without Mcp-Session-Id) for a new one.');
+      }
+      return session;
+    };
+    const webRequestOf = (request: FastifyRequest, method: string) => {
+      const forwarded: Record<string, string> = {};
+      for (const name of FORWARDED_HEADERS) {
+        const value = request.headers[name];
+        if (typeof value === 'string') forwarded[name] = value;
+      }
+      // The URL is only reported to handlers; the host header is not trusted for it.
+      const url = new URL(request.url, 'http://localhost');
+      return { forwarded, url, webRequest: new Request(url, { method, headers: forwarded }) };
+    };
 
     // Before the key: a page of another site is refused whatever credential its browser holds.
     app.addHook('onRequest', foreignOriginRefusal(ctx.config));
@@ -110,13 +148,39 @@ export const mcpRoutes =
         const calls = request.body.filter((message) => (message as { method?: unknown } | null)?.method === 'tools/call').length;
         if (calls > 1) enforceRateLimit(gate.rateLimiter, authInfo.clientId, reply, calls - 1);
       }
-      const forwarded: Record<string, string> = {};
-      for (const name of FORWARDED_HEADERS) {
-        const value = request.headers[name];
-        if (typeof value === 'string') forwarded[name] = value;
+      const method = Array.isArray(request.body) ? undefined : (request.body as { method?: unknown } | null)?.method;
+      const hasSession = request.headers['mcp-session-id'] !== undefined;
+      if (method === 'initialize' && !hasSession) {
+        const principal = request.principal as Extract<NonNullable<FastifyRequest['principal']>, { kind: 'api_key' }>;
+        const token = request.headers.authorization?.replace(/^bearer\s+/i, '') ?? '';
+        const opened = sessions.open(principal, token, (current) => {
+          const subscriptions = new ResourceSubscriptions(
+            ctx,
+            (uri) => void server.server.sendResourceUpdated({ uri }).catch(() => undefined),
+            (err) => {
+              app.log.warn({ err }, 'tool server subscription read failed');
+              void server.server
+                .sendLoggingMessage({ level: 'warning', logger: 'subscriptions', data: 'reading events failed; retrying' }, current()?.id)
+                .catch(() => undefined);
+            },
+            config.MCP_SUBSCRIPTIONS_PER_SESSION,
+          );
+          const server = createToolServer(ctx, app.log, { subscriptions });
+          return { server, subscriptions };
+        });
+        await opened.server.connect(opened.transport);
+        const { webRequest } = webRequestOf(request, 'POST');
+        return sendWebResponse(reply, await opened.transport.handleRequest(webRequest, { parsedBody: request.body, authInfo }));
       }
-      // The URL is only reported to handlers; the host header is not trusted for it.
-      const url = new URL(request.url, 'http://localhost');
+      if (hasSession) {
+        const session = sessionOf(request, reply);
+        if (!session) return reply;
+        if (typeof method === 'string' && SESSION_METHODS.has(method)) {
+          const { webRequest } = webRequestOf(request, 'POST');
+          return sendWebResponse(reply, await session.transport.handleRequest(webRequest, { parsedBody: request.body, authInfo }));
+        }
+      }
+      const { forwarded, url } = webRequestOf(request, 'POST');
       const eventStream = prefersEventStream(request.headers.accept);
       const server = pool.acquire();
       // Released when the response is over (or the client went away), never while a stream is open.
@@ -141,16 +205,30 @@ export const mcpRoutes =
       return sendWebResponse(reply, response);
     });
 
-    // Stateless: there is no session to stream server-initiated messages on, or to delete.
-    const noSession = async (_request: FastifyRequest, reply: FastifyReply) => {
-      reply.header('allow', 'POST');
-      return reply.code(405).send({
-        detail: {
-          error: 'method_not_allowed',
-          message: 'This tool server is stateless: there is no stream to open or session to end; send JSON-RPC messages with POST.',
-        },
-      });
+    // A session's stream (its notifications) and its end; without a session there is neither.
+    const sessionRequest = async (request: FastifyRequest, reply: FastifyReply) => {
+      if (request.headers['mcp-session-id'] === undefined) {
+        reply.header('allow', 'POST');
+        return reply.code(405).send({
+          detail: {
+            error: 'method_not_allowed',
+            message: 'GET and DELETE /mcp need a session: send initialize with POST and pass its Mcp-Session-Id header.',
+          },
+        });
+      }
+      const session = sessionOf(request, reply);
+      if (!session) return reply;
+      const { webRequest } = webRequestOf(request, request.method);
+      const response = await session.transport.handleRequest(webRequest, { authInfo: authInfoOf(request) });
+      if (request.method === 'GET' && response.status === 200) {
+        session.streams++;
+        reply.raw.once('close', () => {
+          session.streams--;
+          session.lastSeen = Date.now();
+        });
+      }
+      return sendWebResponse(reply, response);
     };
-    app.get(MCP_PATH, { schema: { hide: true } }, noSession);
-    app.delete(MCP_PATH, { schema: { hide: true } }, noSession);
+    app.get(MCP_PATH, { schema: { hide: true } }, sessionRequest);
+    app.delete(MCP_PATH, { schema: { hide: true } }, sessionRequest);
   };

@@ -1,6 +1,21 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
-import { ListToolsRequestSchema, type ServerNotification, type ServerRequest, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CompleteRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  type ServerNotification,
+  type ServerRequest,
+  SubscribeRequestSchema,
+  type Tool,
+  UnsubscribeRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import { z } from 'zod';
 import type { AppContext } from '../context.js';
@@ -11,6 +26,20 @@ import { normalizeOrgId } from '../domain/shared/ids.js';
 import { hostileInputError } from '../edge/field-issues.js';
 import { argumentIssues, toolFailure, toolSuccess } from './results.js';
 import { TOOLS, type ToolDefinition } from './tools.js';
+import { declarePrompt, DECLARE_PROMPT } from './prompts.js';
+import {
+  checkReadable,
+  completeCategoryName,
+  completeTemplateArgument,
+  completionOf,
+  EMERGENCY_TEMPLATE,
+  listEmergencyResources,
+  parseEmergencyUri,
+  RESOURCE_TEMPLATES,
+  readEmergencyResource,
+  TIMELINE_TEMPLATE,
+} from './resources.js';
+import type { ResourceSubscriptions } from './subscriptions.js';
 
 export const SERVER_INFO = { name: 'emergency-api', title: 'Emergency Notification API', version: API_VERSION };
 
@@ -92,8 +121,11 @@ function parseArguments(tool: ToolDefinition, args: unknown): unknown {
  * Every tool is registered, so a hidden write tool called by a read-only key still gets REST's 403 from its service;
  * tools/list shows each key only what it may call.
  */
-export function createToolServer(ctx: AppContext, log: FastifyBaseLogger): McpServer {
-  const mcp = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+export function createToolServer(ctx: AppContext, log: FastifyBaseLogger, session?: SessionFeatures): McpServer {
+  const mcp = new McpServer(SERVER_INFO, {
+    capabilities: { tools: {}, resources: { subscribe: true, listChanged: false }, prompts: { listChanged: false }, logging: {}, completions: {} },
+    instructions: INSTRUCTIONS,
+  });
   for (const tool of TOOLS) {
     mcp.registerTool(
       tool.name,
@@ -121,7 +153,69 @@ export function createToolServer(ctx: AppContext, log: FastifyBaseLogger): McpSe
   // A stateless server has no channel to announce list changes on.
   mcp.server.registerCapabilities({ tools: { listChanged: false } });
   mcp.server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => ({ tools: visibleTools(authOf(extra).permissions) }));
+  addResources(ctx, mcp, session);
+  addPromptsAndCompletions(ctx, mcp);
   return mcp;
+}
+
+/** What a server of a session adds: its subscriptions (and so its stream's notifications). */
+export interface SessionFeatures {
+  subscriptions: ResourceSubscriptions;
+}
+
+/** Resources, their templates and subscriptions (see resources.ts and subscriptions.ts). */
+function addResources(ctx: AppContext, mcp: McpServer, session: SessionFeatures | undefined): void {
+  mcp.server.setRequestHandler(ListResourcesRequestSchema, (request, extra) => listEmergencyResources(ctx, authOf(extra).caller, request.params?.cursor));
+  mcp.server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({ resourceTemplates: RESOURCE_TEMPLATES }));
+  mcp.server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => readEmergencyResource(ctx, authOf(extra).caller, request.params.uri));
+  mcp.server.setRequestHandler(SubscribeRequestSchema, async (request, extra) => {
+    if (!session) {
+      throw new McpError(
+        ErrorCode.InvalidRequest,
+        'Subscriptions need a session: send initialize, then this request with the Mcp-Session-Id it answered, and open GET /mcp with it for the notifications.',
+      );
+    }
+    const { uri } = request.params;
+    const target = await checkReadable(ctx, authOf(extra).caller, uri);
+    if (!(await session.subscriptions.subscribe(target.orgId, target.emergencyId, uri))) {
+      throw new McpError(ErrorCode.InvalidRequest, `A session holds at most ${session.subscriptions.max} subscriptions; unsubscribe from one first.`);
+    }
+    await mcp.server.sendLoggingMessage({ level: 'info', logger: 'subscriptions', data: `subscribed to ${uri}` }, extra.sessionId);
+    return {};
+  });
+  mcp.server.setRequestHandler(UnsubscribeRequestSchema, (request) => {
+    const target = parseEmergencyUri(request.params.uri);
+    session?.subscriptions.unsubscribe(target.orgId, target.emergencyId, request.params.uri);
+    return {};
+  });
+}
+
+/**
+ * The declare prompt, and completions: org ids and open emergencies for the resource templates, org ids and category names for
+ * the prompt. A reference this server does not have completes to nothing.
+ */
+function addPromptsAndCompletions(ctx: AppContext, mcp: McpServer): void {
+  mcp.server.setRequestHandler(ListPromptsRequestSchema, (_request, extra) => ({
+    prompts: authOf(extra).permissions.has('emergencies:write') ? [DECLARE_PROMPT] : [],
+  }));
+  mcp.server.setRequestHandler(GetPromptRequestSchema, (request) => declarePrompt(request.params.name, request.params.arguments));
+  mcp.server.setRequestHandler(CompleteRequestSchema, async (request, extra) => {
+    const { ref, argument, context } = request.params;
+    const { caller } = authOf(extra);
+    try {
+      if (ref.type === 'ref/resource' && (ref.uri === EMERGENCY_TEMPLATE || ref.uri === TIMELINE_TEMPLATE)) {
+        return completionOf(await completeTemplateArgument(ctx, caller, argument, context?.arguments));
+      }
+      if (ref.type === 'ref/prompt' && ref.name === DECLARE_PROMPT.name) {
+        if (argument.name === 'categoryName') return completionOf(await completeCategoryName(ctx, caller, argument.value, context?.arguments?.orgId));
+        return completionOf(await completeTemplateArgument(ctx, caller, argument, context?.arguments));
+      }
+    } catch (err) {
+      // An org the key does not cover, or a permission it lacks, completes to nothing rather than telling more.
+      if (!(err instanceof AppError)) throw err;
+    }
+    return completionOf([]);
+  });
 }
 
 /**

@@ -49,7 +49,7 @@ describe('tool server protocol and access', () => {
     assert.equal(status, 200);
     assert.match(headers.get('content-type') ?? '', /^application\/json/);
     assert.ok(headers.get('x-request-id'));
-    assert.equal(headers.get('mcp-session-id'), null, 'stateless: no session');
+    assert.match(headers.get('mcp-session-id') ?? '', /^[0-9a-f-]{36}$/, 'initialize opens a session');
     assert.equal(message.id, 1);
     assert.equal(message.result.protocolVersion, '2024-11-05');
     assert.ok(message.result.capabilities.tools);

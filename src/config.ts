@@ -188,7 +188,12 @@ const configSchema = z
     /** Tool server sessions one instance holds; beyond it `initialize` is 503 with Retry-After (stateless calls keep working). */
     MCP_SESSIONS_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),
     /** A tool server session without a request or an open stream for this long ends (its client gets 404 and initializes again). */
-    MCP_SESSION_IDLE_SECONDS: z.coerce.number().int().min(10).max(7 * 24 * 3600).default(1800),
+    MCP_SESSION_IDLE_SECONDS: z.coerce
+      .number()
+      .int()
+      .min(10)
+      .max(7 * 24 * 3600)
+      .default(1800),
     /** Resource subscriptions one tool server session holds. */
     MCP_SUBSCRIPTIONS_PER_SESSION: z.coerce.number().int().min(1).max(10_000).default(100),
     MCP_ALLOWED_ORIGINS: commaList.refine(

@@ -1,7 +1,6 @@
 import type { AppContext } from '../context.js';
 import type { Following, LogSink, StoredEvent } from '../log/follow.js';
 import { committedOffset } from '../log/reads.js';
-import { emergencyUri } from './resources.js';
 
 const EMERGENCY_ID = /"emergencyId":"([0-9a-f-]{36})"/;
 
@@ -49,7 +48,10 @@ export class ResourceSubscriptions {
       }
     }
     let uris = watch.uris.get(emergencyId);
-    if (!uris) watch.uris.set(emergencyId, (uris = new Set()));
+    if (!uris) {
+      uris = new Set();
+      watch.uris.set(emergencyId, uris);
+    }
     if (!uris.has(uri)) {
       uris.add(uri);
       this.count++;

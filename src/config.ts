@@ -183,7 +183,7 @@ const configSchema = z
       .optional()
       .transform((url) => (url === undefined ? undefined : new URL(url).origin)),
     /** Browser origins the tool server answers besides its own (comma list); a request from any other Origin is 403 (DNS rebinding). */
-    /** Tool server sessions one key holds on one instance; opening one more ends the key's least recently used one without a stream. */
+    /** Tool server sessions one key holds on one instance; opening one more ends the key's least recently used one. */
     MCP_SESSIONS_PER_KEY: z.coerce.number().int().min(1).max(10_000).default(16),
     /** Tool server sessions one instance holds; beyond it `initialize` is 503 with Retry-After (stateless calls keep working). */
     MCP_SESSIONS_MAX: z.coerce.number().int().min(1).max(1_000_000).default(1000),

@@ -6,7 +6,7 @@ import { AppError } from '../errors.js';
 import type { ResourceSubscriptions } from './subscriptions.js';
 
 export interface SessionLimits {
-  /** Sessions one key may hold at once on this instance (the least recently used one without a stream gives way). */
+  /** Sessions one key may hold at once on this instance (its least recently used one gives way to a new one). */
   perKey: number;
   /** Sessions this instance holds at once. */
   max: number;
@@ -54,27 +54,20 @@ export class McpSessions {
   }
 
   /**
-   * A transport for a new session of `principal`, registered once the transport has initialized it; 429 when the key holds
-   * its sessions already, 503 when the instance is full.
+   * A transport for a new session of `principal`, registered once the transport has initialized it; 503 when the instance
+   * is full.
    */
   open(
     principal: Extract<Principal, { kind: 'api_key' }>,
     token: string,
     build: (session: () => McpSession | undefined) => { server: McpServer; subscriptions: ResourceSubscriptions },
   ): { transport: WebStandardStreamableHTTPServerTransport; server: McpServer } {
-    // Clients that never end their sessions are common: the key's least recently used one without a stream makes room.
+    // Clients that never end their sessions, or leave their streams to die with the network, are common: the key's least
+    // recently used session (one without a stream first) makes room rather than the key being locked out.
     const held = [...this.sessions.values()].filter((s) => s.keyId === principal.keyId);
     if (held.length >= this.limits.perKey) {
-      const quiet = held.filter((s) => s.streams === 0).sort((a, b) => a.lastSeen - b.lastSeen)[0];
-      if (!quiet) {
-        throw new AppError(
-          'rate_limited',
-          `This key holds ${held.length} tool server sessions with open streams on this instance; end one (DELETE /mcp) first.`,
-          {},
-          { retryAfterSeconds: 60 },
-        );
-      }
-      this.end(quiet.id);
+      const oldest = held.sort((a, b) => Number(a.streams > 0) - Number(b.streams > 0) || a.lastSeen - b.lastSeen)[0]!;
+      this.end(oldest.id);
     }
     if (this.sessions.size >= this.limits.max) {
       throw new AppError('unavailable', 'This instance holds as many tool server sessions as it may; retry later.', {}, { retryAfterSeconds: 30 });

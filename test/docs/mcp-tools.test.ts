@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { PERMISSIONS } from '../../src/domain/access/permissions.js';
 import { connectMcp, type McpConnection } from '../helpers/mcp.js';
 import { createOrgTree, mintKey, startTestServer, type TestServer } from '../helpers/server.js';
 
@@ -19,7 +20,7 @@ interface DocumentedTool {
  */
 function documentedTools(): Map<string, DocumentedTool> {
   const tools = new Map<string, DocumentedTool>();
-  for (const row of PAGE.matchAll(/^\| `(\w+)` \| (\w+) \| (.*?) \| .* \|$/gm)) {
+  for (const row of PAGE.matchAll(/^\| `(\w+)` \| `([a-z]+:[a-z]+)` \| (.*?) \| .* \|$/gm)) {
     const args = row[3]!.replace(/\([^)]*\)/g, '');
     const names = [...args.matchAll(/`(\w+)(\??)`/g)];
     tools.set(row[1]!, {
@@ -55,12 +56,19 @@ describe('docs/mcp.md matches the tools the server lists', () => {
     const all = (await writer.client.listTools()).tools.map((t) => t.name).sort();
     const read = (await reader.client.listTools()).tools.map((t) => t.name).sort();
     assert.deepEqual([...documented.keys()].sort(), all);
-    const documentedRead = [...documented].filter(([, t]) => t.permission === 'read').map(([name]) => name);
+    const documentedRead = [...documented].filter(([, t]) => t.permission.endsWith(':read')).map(([name]) => name);
     assert.deepEqual(documentedRead.sort(), read, 'the read tools are those a read-only key lists');
     assert.ok(
-      [...documented.values()].every((t) => t.permission === 'read' || t.permission === 'write'),
-      'a permission is read or write',
+      [...documented.values()].every((t) => (PERMISSIONS as readonly string[]).includes(t.permission)),
+      'a permission is one of the permissions',
     );
+    for (const tool of (await writer.client.listTools()).tools) {
+      assert.match(
+        tool.description ?? '',
+        new RegExp(`Permission: ${documented.get(tool.name)?.permission}\\.$`),
+        `${tool.name}: its description names the same permission`,
+      );
+    }
     // The prose counts them too.
     assert.match(PAGE, new RegExp(`as ${WORDS[all.length]} tools`));
     assert.match(PAGE, new RegExp(`the ${WORDS[read.length]} read tools`));

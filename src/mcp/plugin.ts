@@ -172,13 +172,13 @@ export const mcpRoutes =
         const { webRequest } = webRequestOf(request, 'POST');
         return sendWebResponse(reply, await opened.transport.handleRequest(webRequest, { parsedBody: request.body, authInfo }));
       }
-      if (hasSession) {
+      // Only what needs the session takes it (and its 404); any other request is served as a stateless one, whichever
+      // instance it reached and whether or not its session still exists there.
+      if (hasSession && typeof method === 'string' && SESSION_METHODS.has(method)) {
         const session = sessionOf(request, reply);
         if (!session) return reply;
-        if (typeof method === 'string' && SESSION_METHODS.has(method)) {
-          const { webRequest } = webRequestOf(request, 'POST');
-          return sendWebResponse(reply, await session.transport.handleRequest(webRequest, { parsedBody: request.body, authInfo }));
-        }
+        const { webRequest } = webRequestOf(request, 'POST');
+        return sendWebResponse(reply, await session.transport.handleRequest(webRequest, { parsedBody: request.body, authInfo }));
       }
       const { forwarded, url } = webRequestOf(request, 'POST');
       const eventStream = prefersEventStream(request.headers.accept);

@@ -129,7 +129,7 @@ describe('tool server resources, sessions and subscriptions', () => {
     await mcp.close();
   });
 
-  it('sessions: subscribing needs one, another key cannot use one, an ended one is 404, stateless calls keep working', async () => {
+  it('sessions: subscribing needs one, another key cannot use one, an ended one is 404 for what needs it, stateless calls keep working', async () => {
     const emergencyId = await declare('sessions');
     const uri = `emergency://${org.orgId}/${emergencyId}`;
     const post = (body: unknown, headers: Record<string, string> = {}, as = key) =>
@@ -159,8 +159,10 @@ describe('tool server resources, sessions and subscriptions', () => {
     });
     assert.equal(stream.status, 404);
     await transport.terminateSession();
-    const ended = await post({ jsonrpc: '2.0', id: 4, method: 'tools/list' }, { 'mcp-session-id': sessionId });
+    const ended = await post({ jsonrpc: '2.0', id: 4, method: 'resources/subscribe', params: { uri } }, { 'mcp-session-id': sessionId });
     assert.equal(ended.status, 404);
+    const served = await post({ jsonrpc: '2.0', id: 5, method: 'tools/list' }, { 'mcp-session-id': sessionId });
+    assert.equal(served.status, 200, 'a request that needs no session is served without it');
     assert.equal((await fetch(`${server.url}/mcp`, { headers: { authorization: `Bearer ${key}` } })).status, 405, 'GET without a session');
     await mcp.close();
   });

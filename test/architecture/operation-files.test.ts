@@ -7,10 +7,12 @@ import { SRC, sourceFiles } from './source-files.js';
 
 /**
  * docs/architecture.md lists the files a new endpoint and its tool touch. This checks the list on every tool there is: its
- * operation is one function of a domain module, called by one route file and by mcp/tools.ts, the tool has its row in
+ * operation is one function of a domain module, called by one route file and by the tool server, the tool has its row in
  * docs/mcp.md, and the route's operation is in the generated client.
  */
 const ROOT = join(import.meta.dirname, '..', '..');
+/** The tool server's files that call operations: its tools, and its resources (read through the same operations). */
+const MCP_SURFACE = new Set(['mcp/tools.ts', 'mcp/resources.ts']);
 const sources = sourceFiles();
 const toolsText = readFileSync(join(SRC, 'mcp', 'tools.ts'), 'utf8');
 const mcpPage = readFileSync(join(ROOT, 'docs', 'mcp.md'), 'utf8');
@@ -59,9 +61,10 @@ describe('a new endpoint and its tool', () => {
       assert.match(defined[0]!, /^domain\/\w+\/[\w-]+\.ts$/, `${fn} lives in a domain concept`);
       const routes = sources.filter((s) => s.path.startsWith('http/routes/') && calls(s.text, fn)).map((s) => s.path);
       assert.equal(routes.length, 1, `one route file calls ${fn}: ${routes.join(', ')}`);
-      // Outside the domain (which may reuse an operation), nothing but its route and its tool calls it.
+      // Outside the domain (which may reuse an operation), nothing but its route and the tool server (its tool, and the
+      // resources and completions that read through the same operations) calls it.
       const others = sources
-        .filter((s) => !s.path.startsWith('domain/') && s.path !== 'mcp/tools.ts' && s.path !== routes[0] && calls(s.text, fn))
+        .filter((s) => !s.path.startsWith('domain/') && !MCP_SURFACE.has(s.path) && s.path !== routes[0] && calls(s.text, fn))
         .map((s) => s.path);
       assert.deepEqual(others, [], `no other surface calls ${fn}`);
       assert.match(mcpPage, new RegExp(`^\\| \`${tool.name}\` \\|`, 'm'), `docs/mcp.md has a row for ${tool.name}`);

@@ -352,7 +352,7 @@ describe('operator console', () => {
     await dialog.getByRole('button', { name: 'Declare now' }).click();
     await dialog
       .getByRole('alert')
-      .getByText(/Not allowed: .*lacks the "write" permission/)
+      .getByText(/Not allowed: .*lacks the "emergencies:write" permission/)
       .waitFor();
     // Another organization's board, by its URL: not covered by this key.
     const other = await f.adminApi.post(`/enterprises/${f.org.enterpriseId}/orgs`, { name: 'Elsewhere' });

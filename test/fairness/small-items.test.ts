@@ -206,7 +206,7 @@ describe('small items of extensions §13', () => {
       const again = await writeOnly.post(`/orgs/${b.orgId}/emergencies/${declared.emergencyId}/resolutions`, {});
       assert.equal(again.status, 403, JSON.stringify(again.body));
       assert.equal(again.body.detail.error, 'permission_denied');
-      assert.match(again.body.detail.message, /lacks the "read" permission/);
+      assert.match(again.body.detail.message, /lacks the "emergencies:read" permission/);
       assert.ok(!JSON.stringify(again.body).includes('not for the write-only key') && !JSON.stringify(again.body).includes('all clear'));
       // A key that may read gets the existing resolution, as before.
       const reader = await readWrite.post(`/orgs/${b.orgId}/emergencies/${declared.emergencyId}/resolutions`, {});

@@ -118,7 +118,8 @@ export const mcpRoutes =
       }
       return session;
     };
-    const webRequestOf = (request: FastifyRequest, method: string) => {
+    /** What the transport reads of a request; the web Request is built only where the SDK's transport needs one. */
+    const forwardedOf = (request: FastifyRequest) => {
       const forwarded: Record<string, string> = {};
       for (const name of FORWARDED_HEADERS) {
         const value = request.headers[name];
@@ -126,7 +127,11 @@ export const mcpRoutes =
       }
       // The URL is only reported to handlers; the host header is not trusted for it.
       const url = new URL(request.url, 'http://localhost');
-      return { forwarded, url, webRequest: new Request(url, { method, headers: forwarded }) };
+      return { forwarded, url };
+    };
+    const webRequestOf = (request: FastifyRequest, method: string) => {
+      const { forwarded, url } = forwardedOf(request);
+      return new Request(url, { method, headers: forwarded });
     };
 
     // Before the key: a page of another site is refused whatever credential its browser holds.
@@ -169,7 +174,7 @@ export const mcpRoutes =
           return { server, subscriptions };
         });
         await opened.server.connect(opened.transport);
-        const { webRequest } = webRequestOf(request, 'POST');
+        const webRequest = webRequestOf(request, 'POST');
         return sendWebResponse(reply, await opened.transport.handleRequest(webRequest, { parsedBody: request.body, authInfo }));
       }
       // Only what needs the session takes it (and its 404); any other request is served as a stateless one, whichever
@@ -177,10 +182,10 @@ export const mcpRoutes =
       if (hasSession && typeof method === 'string' && SESSION_METHODS.has(method)) {
         const session = sessionOf(request, reply);
         if (!session) return reply;
-        const { webRequest } = webRequestOf(request, 'POST');
+        const webRequest = webRequestOf(request, 'POST');
         return sendWebResponse(reply, await session.transport.handleRequest(webRequest, { parsedBody: request.body, authInfo }));
       }
-      const { forwarded, url } = webRequestOf(request, 'POST');
+      const { forwarded, url } = forwardedOf(request);
       const eventStream = prefersEventStream(request.headers.accept);
       const server = pool.acquire();
       // Released when the response is over (or the client went away), never while a stream is open.
@@ -218,7 +223,7 @@ export const mcpRoutes =
       }
       const session = sessionOf(request, reply);
       if (!session) return reply;
-      const { webRequest } = webRequestOf(request, request.method);
+      const webRequest = webRequestOf(request, request.method);
       const response = await session.transport.handleRequest(webRequest, { authInfo: authInfoOf(request) });
       if (request.method === 'GET' && response.status === 200) {
         session.streams++;

@@ -50,13 +50,18 @@ describe('granular permissions: every REST route and every tool, for each grant'
   });
   after(() => server.close());
 
-  it('each route answers 403 permission_denied exactly when the key lacks the permission its document names', async () => {
+  /** A key holding `grant` alone, what it amounts to, and a fresh emergency (declared with a full key) for its calls. */
+  const grantFixture = async (grant: Grant) => {
     const full = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    const { key } = await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId, permissions: [grant] });
+    const emergencyId = (await full.post(`/orgs/${org.orgId}/emergencies`, { description: `for ${grant}` })).body.emergencyId as string;
+    return { held: permissionsOf([grant]), key, emergencyId };
+  };
+
+  it('each route answers 403 permission_denied exactly when the key lacks the permission its document names', async () => {
     const mismatches: string[] = [];
     for (const grant of GRANTS) {
-      const held = permissionsOf([grant]);
-      const { key } = await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId, permissions: [grant] });
-      const emergencyId = (await full.post(`/orgs/${org.orgId}/emergencies`, { description: `for ${grant}` })).body.emergencyId as string;
+      const { held, key, emergencyId } = await grantFixture(grant);
       for (const op of operations) {
         const url =
           server.base +
@@ -87,17 +92,14 @@ describe('granular permissions: every REST route and every tool, for each grant'
   });
 
   it('each tool is listed to, and callable by, exactly the keys holding the permission its description names', async () => {
-    const full = client(server.base, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key);
+    const everyTool = (await connectMcp(server.url, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key, { listTools: false }))
+      .client;
+    const all = (await everyTool.listTools()).tools;
+    await everyTool.close();
     const mismatches: string[] = [];
     for (const grant of GRANTS) {
-      const held = permissionsOf([grant]);
-      const { key } = await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId, permissions: [grant] });
-      const emergencyId = (await full.post(`/orgs/${org.orgId}/emergencies`, { description: `for ${grant}` })).body.emergencyId as string;
+      const { held, key, emergencyId } = await grantFixture(grant);
       const mcp = await connectMcp(server.url, key, { listTools: false });
-      const everyTool = (await connectMcp(server.url, (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId })).key, { listTools: false }))
-        .client;
-      const all = (await everyTool.listTools()).tools;
-      await everyTool.close();
       const listed = new Set((await mcp.client.listTools()).tools.map((t) => t.name));
       const args: Record<string, Record<string, unknown>> = {
         create_emergency: { orgId: org.orgId, description: 'permission table' },

@@ -26,6 +26,8 @@ import { healthRoutes } from './http/routes/health.js';
 import { serverOptions } from './http/server-options.js';
 import { zodValidatorCompiler } from './http/validation.js';
 import { mcpRoutes } from './mcp/plugin.js';
+import { oauthRoutes } from './mcp/oauth/routes.js';
+import { accessTokenKind } from './domain/oauth/grants.js';
 import type { RoleParts } from './roles.js';
 
 export { ADMIN_PREFIX, API_PREFIX } from './http/prefixes.js';
@@ -118,7 +120,12 @@ export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promi
   }
   await app.register(healthRoutes(ctx));
   await registerApis(app, ctx, gate, parts);
-  if (parts.apis) await app.register(mcpRoutes(ctx, gate));
+  if (parts.apis) {
+    // The tool server also takes the access tokens of its authorization server (extensions §10); REST keeps API keys.
+    const toolServerCredentials = new KeyAuthenticator(ctx, ctx.config.OAUTH_ENABLED ? [accessTokenKind(ctx)] : []);
+    await app.register(mcpRoutes(ctx, { ...gate, keys: toolServerCredentials }));
+    if (ctx.config.OAUTH_ENABLED) await app.register(oauthRoutes(ctx, gate, toolServerCredentials));
+  }
   return app;
 }
 

@@ -196,6 +196,17 @@ const configSchema = z
       .default(1800),
     /** Resource subscriptions one tool server session holds. */
     MCP_SUBSCRIPTIONS_PER_SESSION: z.coerce.number().int().min(1).max(10_000).default(100),
+    /** The tool server's embedded authorization server (OAuth 2.1 sign-in with an API key on a consent page); false turns it off. */
+    OAUTH_ENABLED: z
+      .enum(['true', 'false', '1', '0', ''])
+      .optional()
+      .transform((v) => v !== 'false' && v !== '0'),
+    /** Lifetime of an OAuth access token; at most an hour. */
+    OAUTH_ACCESS_TOKEN_SECONDS: z.coerce.number().int().min(60).max(3600).default(3600),
+    /** Lifetime of an OAuth refresh token (each use replaces it with a new one). */
+    OAUTH_REFRESH_TOKEN_DAYS: z.coerce.number().int().min(1).max(365).default(30),
+    /** Requests per second one client address (or /64) may make to the authorization server's endpoints, with a burst of ten times it. */
+    OAUTH_REQUESTS_PER_ADDRESS: z.coerce.number().int().min(1).max(10_000).default(5),
     MCP_ALLOWED_ORIGINS: commaList.refine(
       (origins) => origins.every((o) => /^https?:\/\/[^/\s]+$/.test(o)),
       'a comma list of origins like https://agent.example.com',

@@ -9,6 +9,7 @@ import { describeError } from './observability/describe-error.js';
 import { startMetricsListener } from './http/metrics-endpoint.js';
 import { sweepExpiredAnswers } from './db/idempotency.js';
 import { pruneExpiredEvents } from './log/retention.js';
+import { pruneExpiredTokens } from './domain/oauth/grants.js';
 import { startPgEventListener } from './db/postgres/listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
@@ -108,6 +109,7 @@ export async function startServer(config: Config, existing?: AppContext, options
         'pruning expired events failed; the next sweep retries',
       ),
     );
+    stoppers.push(startSweeper(() => pruneExpiredTokens(ctx), ANSWER_SWEEP_MS, reportFailure, 'pruning expired OAuth tokens failed; the next sweep retries'));
   }
   const abandon = async (err: unknown): Promise<never> => {
     await app.close();

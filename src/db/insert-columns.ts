@@ -57,6 +57,7 @@ export const INSERT_COLUMNS = {
     actor_type: 'text',
     actor_id: 'text',
     actor_name: 'text',
+    actor_key_id: 'text',
     resource_type: 'text',
     resource_id: 'text',
     request_id: 'text',

@@ -133,6 +133,8 @@ export interface AuditLogTable {
   actor_type: string;
   actor_id: string;
   actor_name: string | null;
+  /** The API key behind an OAuth client's action (actor_type oauth_client); null otherwise. */
+  actor_key_id: string | null;
   resource_type: string;
   resource_id: string;
   request_id: string | null;
@@ -364,4 +366,39 @@ export interface Database {
   cap_event_mappings: CapEventMappingTable;
   org_connection_quotas: OrgConnectionQuotaTable;
   partner_connection_quotas: PartnerConnectionQuotaTable;
+  oauth_clients: OAuthClientTable;
+  oauth_grants: OAuthGrantTable;
+  oauth_tokens: OAuthTokenTable;
+}
+
+export interface OAuthClientTable {
+  client_id: string;
+  client_name: string | null;
+  /** The registered client metadata (RFC 7591), JSON. */
+  metadata: string;
+  created_at: string;
+}
+export interface OAuthGrantTable {
+  id: string;
+  client_id: string;
+  client_name: string | null;
+  api_key_id: string;
+  /** Space-separated, as OAuth writes scopes. */
+  scopes: string;
+  resource: string;
+  created_at: string;
+  revoked_at: string | null;
+  revoked_reason: string | null;
+}
+export interface OAuthTokenTable {
+  token_prefix: string;
+  secret_hash: string;
+  grant_id: string;
+  kind: 'code' | 'access' | 'refresh';
+  scopes: string;
+  expires_at: string;
+  consumed_at: string | null;
+  code_challenge: string | null;
+  redirect_uri: string | null;
+  created_at: string;
 }

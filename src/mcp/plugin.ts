@@ -9,11 +9,12 @@ import { callerOf, type KeyGate, requireKey, TOOL_SERVER_KEYS } from '../edge/au
 import { enforceRateLimit } from '../edge/rate-limit.js';
 import { directCall, SingleResponseTransport } from './direct-call.js';
 import { foreignOriginRefusal } from './origin-check.js';
+import { MCP_PATH, mcpResourceOf, PROTECTED_RESOURCE_PATH, publicOrigin } from './oauth/origin.js';
 import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
 import { type McpSession, McpSessions } from './sessions.js';
 import { ResourceSubscriptions } from './subscriptions.js';
 
-export const MCP_PATH = '/mcp';
+export { MCP_PATH };
 
 /** Marks a body that is not JSON, so it is answered with a JSON-RPC parse error rather than the REST 422. */
 const INVALID_JSON = Symbol('invalid JSON');
@@ -137,6 +138,25 @@ export const mcpRoutes =
     // Before the key: a page of another site is refused whatever credential its browser holds.
     app.addHook('onRequest', foreignOriginRefusal(ctx.config));
     app.addHook('onRequest', requireKey(gate, TOOL_SERVER_KEYS));
+    // An access token works only at the resource it was issued for (RFC 8707): another server's URL is another audience.
+    app.addHook('onRequest', async (request) => {
+      const oauth = request.principal?.kind === 'api_key' ? request.principal.oauth : undefined;
+      if (oauth && oauth.resource !== mcpResourceOf(config, request.raw)) {
+        throw new AppError('unauthenticated', `This access token was issued for ${oauth.resource}, not for this server.`);
+      }
+    });
+    // RFC 9728 §5.1: a client without a valid credential learns where to get one.
+    app.addHook('onSend', (request, reply, payload, done) => {
+      if (reply.statusCode === 401) {
+        const metadata = `${publicOrigin(config, request.raw)}${PROTECTED_RESOURCE_PATH}`;
+        const presented = request.headers.authorization !== undefined;
+        reply.header(
+          'www-authenticate',
+          config.OAUTH_ENABLED ? `Bearer resource_metadata="${metadata}"${presented ? ', error="invalid_token"' : ''}` : 'Bearer',
+        );
+      }
+      done(null, payload);
+    });
     const parseJson = app.getDefaultJsonParser('error', 'error');
     app.removeContentTypeParser('application/json');
     app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>

@@ -14,6 +14,7 @@ import * as ackDeadlines from './0013_ack_deadlines.js';
 import * as capMappings from './0014_cap_mappings.js';
 import * as ackWatch from './0016_ack_watch.js';
 import * as connectionQuotas from './0015_connection_quotas.js';
+import * as oauth from './0017_oauth.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0014_cap_mappings': capMappings,
   '0015_connection_quotas': connectionQuotas,
   '0016_ack_watch': ackWatch,
+  '0017_oauth': oauth,
 };

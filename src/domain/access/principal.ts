@@ -23,8 +23,22 @@ export type Principal =
       grants: readonly Grant[];
       /** What those grants amount to. */
       permissions: ReadonlySet<Permission>;
+      /** Set when the key's holder lent it to an OAuth client (the tool server's sign-in): the client acts with the key's reach. */
+      oauth?: OAuthActor;
     }
   | { kind: 'operator'; name: string };
+
+/** The caller an API key makes. */
+export type ApiKeyPrincipal = Extract<Principal, { kind: 'api_key' }>;
+
+/** An OAuth client acting through a grant a person approved with an API key. */
+export interface OAuthActor {
+  clientId: string;
+  clientName: string | null;
+  grantId: string;
+  /** The resource (the /mcp URL) its tokens are bound to. */
+  resource: string;
+}
 
 /** The caller of one operation, with the request id that ties logs and audit entries together. */
 export interface Caller {

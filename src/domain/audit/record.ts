@@ -12,9 +12,13 @@ export interface AuditInput {
   occurredAt?: string;
 }
 
-export function principalActor(principal: Principal): { type: string; id: string; name: string } {
-  if (principal.kind === 'operator') return { type: 'operator', id: 'cli', name: principal.name };
-  return { type: principal.kind, id: principal.keyId, name: principal.keyName };
+export function principalActor(principal: Principal): { type: string; id: string; name: string | null; keyId: string | null } {
+  if (principal.kind === 'operator') return { type: 'operator', id: 'cli', name: principal.name, keyId: null };
+  // An OAuth client is named with the key its grant was approved with.
+  if (principal.kind === 'api_key' && principal.oauth) {
+    return { type: 'oauth_client', id: principal.oauth.clientId, name: principal.oauth.clientName, keyId: principal.keyId };
+  }
+  return { type: principal.kind, id: principal.keyId, name: principal.keyName, keyId: null };
 }
 
 export function auditRow(caller: Caller, entry: AuditInput) {
@@ -28,6 +32,7 @@ export function auditRow(caller: Caller, entry: AuditInput) {
     actor_type: actor.type,
     actor_id: actor.id,
     actor_name: actor.name,
+    actor_key_id: actor.keyId,
     resource_type: entry.resource.type,
     resource_id: entry.resource.id,
     request_id: caller.requestId ?? null,

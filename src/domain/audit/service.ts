@@ -33,7 +33,10 @@ export async function listAuditLogs(ctx: AppContext, caller: Caller, orgId: stri
       occurredAt: r.occurred_at,
       eventCategory: r.event_category,
       eventType: r.event_type,
-      actor: { type: r.actor_type, id: r.actor_id, name: r.actor_name },
+      actor:
+        r.actor_key_id === null
+          ? { type: r.actor_type, id: r.actor_id, name: r.actor_name }
+          : { type: r.actor_type, id: r.actor_id, name: r.actor_name, clientId: r.actor_id, keyId: r.actor_key_id },
       resource: { type: r.resource_type, id: r.resource_id },
       requestId: r.request_id,
       details: fromJson<Record<string, unknown>>(r.details),

@@ -23,9 +23,10 @@ import type { DeclareInput, EmergencyRecord, ListEmergenciesQuery, RecategorizeI
 
 function actorOf(caller: Caller, person: { id: string; name: string } | undefined): Actor {
   if (person) return { type: 'user', id: person.id, name: person.name };
-  const actor = principalActor(caller.principal);
-  // An admin key on the public API acts as itself (extensions §5), as in the audit log.
-  return { type: caller.principal.kind === 'admin_key' ? 'admin_key' : 'api_key', id: actor.id, name: actor.name };
+  const principal = caller.principal;
+  // An admin key on the public API acts as itself (extensions §5), as in the audit log; an OAuth client acts as its key.
+  if (principal.kind !== 'operator') return { type: principal.kind, id: principal.keyId, name: principal.keyName };
+  return { type: 'api_key', id: principalActor(principal).id, name: principal.name };
 }
 
 /**

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import { inTransaction, type Tx } from '../../db/connect.js';
 import type { ApiKeyTable } from '../../db/types.js';
-import type { Caller, SubjectType } from '../access/principal.js';
+import type { ApiKeyPrincipal, Caller, OAuthActor, SubjectType } from '../access/principal.js';
 import { type Grant, permissionsOf } from '../access/permissions.js';
 import { recordAudit } from '../audit/record.js';
 import { AppError } from '../../errors.js';
@@ -193,23 +193,39 @@ export async function listApiKeys(ctx: AppContext, caller: Caller, params: { cur
   return keysetPage(query, BY_CREATION, params, toKeyRecord);
 }
 
-/** API keys as bearer credentials: see CachedKeyVerifier. */
-export function apiKeyKind(ctx: AppContext): KeyKind<ApiKeyTable> {
-  return {
-    pattern: KEY_PATTERN,
-    lookup: (prefix) => ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst(),
-    secretHashOf: (row) => row.secret_hash,
-    usable: (row, now) => row.status === 'active' && (row.active_until === null || Date.parse(row.active_until) > now),
-    principalOf: (row) => ({
+/** Whether a key works at `now`: not revoked, and before its expiry (a rotated key's grace end included). */
+export const apiKeyUsable = (row: Pick<ApiKeyTable, 'status' | 'active_until'>, now: number): boolean =>
+  row.status === 'active' && (row.active_until === null || Date.parse(row.active_until) > now);
+
+/** The caller an API key row makes; `oauth` when an OAuth client acts with it (through a grant of the consent page). */
+export function apiKeyPrincipal(row: ApiKeyTable, scopes?: { grants: Grant[]; oauth: OAuthActor }): ApiKeyPrincipal {
+  const keyGrants = row.permissions.split(',').filter(Boolean) as Grant[];
+  const keyPermissions = permissionsOf(keyGrants);
+  if (!scopes) {
+    return {
       kind: 'api_key',
       keyId: row.id,
       keyName: row.name,
       subjectType: row.subject_type as SubjectType,
       subjectId: row.subject_id,
       allowedOrgIds: fromJson<string[]>(row.allowed_org_ids),
-      grants: row.permissions.split(',').filter(Boolean) as Grant[],
-      permissions: permissionsOf(row.permissions.split(',')),
-    }),
+      grants: keyGrants,
+      permissions: keyPermissions,
+    };
+  }
+  // A grant never reaches past its key, whatever its scopes say.
+  const permissions = new Set([...permissionsOf(scopes.grants)].filter((p) => keyPermissions.has(p)));
+  return { ...apiKeyPrincipal(row), grants: scopes.grants, permissions, oauth: scopes.oauth };
+}
+
+/** API keys as bearer credentials: see CachedKeyVerifier. */
+export function apiKeyKind(ctx: AppContext): KeyKind<ApiKeyTable> {
+  return {
+    pattern: KEY_PATTERN,
+    lookup: (prefix) => ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst(),
+    secretHashOf: (row) => row.secret_hash,
+    usable: (row, now) => apiKeyUsable(row, now),
+    principalOf: (row) => apiKeyPrincipal(row),
     markUsed: (row, at) => ctx.db.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', row.id).execute(),
   };
 }

@@ -168,4 +168,18 @@ describe('OAuth sign-in to the tool server, from a bare /mcp URL', () => {
       documents.close();
     }
   });
+
+  it('with OAUTH_ENABLED=false, /mcp takes API keys only and there is no authorization server', async () => {
+    const keysOnly = await startTestServer({ OAUTH_ENABLED: 'false' }, { dispatcher: false, deadlines: false });
+    try {
+      const res = await fetch(`${keysOnly.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      assert.equal(res.status, 401);
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+      for (const path of ['/.well-known/oauth-protected-resource/mcp', '/.well-known/oauth-authorization-server', '/oauth/token']) {
+        assert.equal((await fetch(`${keysOnly.url}${path}`, { method: path === '/oauth/token' ? 'POST' : 'GET' })).status, 404, path);
+      }
+    } finally {
+      await keysOnly.close();
+    }
+  });
 });

@@ -34,7 +34,9 @@ describe('tool server protocol and access', () => {
           ...(method === 'POST' ? { body: '{not json' } : {}),
         });
         assert.equal(res.status, 401, `${method} with ${authorization}`);
-        assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+        // RFC 9728: where to get a credential; RFC 6750: a credential was presented and is not valid.
+        const metadata = `resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp"`;
+        assert.equal(res.headers.get('www-authenticate'), authorization ? `Bearer ${metadata}, error="invalid_token"` : `Bearer ${metadata}`);
         assert.equal((await res.json()).detail.error, 'unauthenticated');
       }
     }

@@ -1029,9 +1029,14 @@ export interface components {
       /** @description e.g. emergency.declared */
       eventType: string;
       actor: {
+        /** @description api_key, admin_key, operator, or oauth_client (a tool server client acting with the key a person approved it with) */
         type: string;
         id: string;
         name: string | null;
+        /** @description oauth_client only: the OAuth client id. */
+        clientId?: string;
+        /** @description oauth_client only: the API key its grant was approved with. */
+        keyId?: string;
       };
       resource: {
         type: string;
@@ -3031,7 +3036,9 @@ export interface operations {
            *           "actor": {
            *             "type": "string",
            *             "id": "string",
-           *             "name": "string"
+           *             "name": "string",
+           *             "clientId": "string",
+           *             "keyId": "string"
            *           },
            *           "resource": {
            *             "type": "string",

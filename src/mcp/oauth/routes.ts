@@ -109,11 +109,13 @@ export const oauthRoutes =
       server(request.raw, reply.raw);
     };
 
+    // Public documents: browser-based clients (the MCP Inspector) read them from their own origin.
+    const metadataHeaders = { 'cache-control': 'max-age=300', 'access-control-allow-origin': '*' };
     app.get(PROTECTED_RESOURCE_PATH, { schema: { hide: true } }, async (request, reply) =>
-      reply.header('cache-control', 'max-age=300').send(protectedResourceMetadata(publicOrigin(config, request.raw))),
+      reply.headers(metadataHeaders).send(protectedResourceMetadata(publicOrigin(config, request.raw))),
     );
     app.get(AUTHORIZATION_SERVER_PATH, { schema: { hide: true } }, async (request, reply) =>
-      reply.header('cache-control', 'max-age=300').send(authorizationServerMetadata(publicOrigin(config, request.raw))),
+      reply.headers(metadataHeaders).send(authorizationServerMetadata(publicOrigin(config, request.raw))),
     );
     await app.register(async (scope) => {
       // The body is left for Express to read.

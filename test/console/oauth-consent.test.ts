@@ -24,7 +24,9 @@ describe('the OAuth consent page in Chromium', () => {
     key = (await mintKey(server.ctx, { subjectType: 'org', subjectId: org.orgId, permissions: ['read'] })).key;
     // The agent platform's redirect URI: records where the browser lands.
     callback = createServer((req, res) => {
-      arrivals.push(new URL(req.url!, redirectUri));
+      // Only the redirect itself: the browser asks for /favicon.ico too.
+      const url = new URL(req.url!, redirectUri);
+      if (url.pathname === '/callback') arrivals.push(url);
       res.setHeader('content-type', 'text/html');
       res.end('<!doctype html><title>Back at the agent</title><p>Done</p>');
     });

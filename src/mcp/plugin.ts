@@ -12,6 +12,7 @@ import { foreignOriginRefusal } from './origin-check.js';
 import { MCP_PATH, mcpResourceOf, PROTECTED_RESOURCE_PATH, publicOrigin } from './oauth/origin.js';
 import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
 import { type McpSession, McpSessions } from './sessions.js';
+import { TOOLS } from './tools.js';
 import { ResourceSubscriptions } from './subscriptions.js';
 
 export { MCP_PATH };
@@ -86,6 +87,17 @@ async function sendWebResponse(reply: FastifyReply, response: Response) {
   const chunks: Uint8Array[] = [];
   for await (const chunk of response.body as NodeReadableStream<Uint8Array>) chunks.push(chunk);
   return reply.send(Buffer.concat(chunks));
+}
+
+const PERMISSION_OF_TOOL = new Map(TOOLS.map((tool) => [tool.name, tool.permission]));
+
+/** The permission an OAuth client's tool call needs and its token lacks: it may ask the person for more (step-up). */
+function scopeLacking(request: FastifyRequest): string | undefined {
+  const principal = request.principal;
+  if (principal?.kind !== 'api_key' || !principal.oauth) return undefined;
+  const name = (request.body as { params?: { name?: unknown } } | null)?.params?.name;
+  const needed = typeof name === 'string' ? PERMISSION_OF_TOOL.get(name) : undefined;
+  return needed !== undefined && !principal.permissions.has(needed) ? needed : undefined;
 }
 
 /**
@@ -174,6 +186,13 @@ export const mcpRoutes =
         if (calls > 1) enforceRateLimit(gate.rateLimiter, authInfo.clientId, reply, calls - 1);
       }
       const method = Array.isArray(request.body) ? undefined : (request.body as { method?: unknown } | null)?.method;
+      const lacking = method === 'tools/call' ? scopeLacking(request) : undefined;
+      if (lacking) {
+        // RFC 6750 §3.1 and the MCP specification's scope challenge: the client may ask the person for this scope.
+        const metadata = `${publicOrigin(config, request.raw)}${PROTECTED_RESOURCE_PATH}`;
+        reply.header('www-authenticate', `Bearer error="insufficient_scope", scope="${lacking}", resource_metadata="${metadata}"`);
+        return jsonRpcError(reply, 403, -32000, `Forbidden: this access token lacks the scope ${lacking}; sign in again asking for it.`);
+      }
       const hasSession = request.headers['mcp-session-id'] !== undefined;
       if (method === 'initialize' && !hasSession) {
         const principal = request.principal as Extract<NonNullable<FastifyRequest['principal']>, { kind: 'api_key' }>;

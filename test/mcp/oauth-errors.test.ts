@@ -202,6 +202,27 @@ describe('the authorization server refuses what it must', () => {
     assert.equal(revoked.status, 200);
   });
 
+  it('a tool call beyond the scopes of its token: 403 insufficient_scope naming the scope, so the client may ask for it', async () => {
+    const { code, codeVerifier } = await grant();
+    const tokens = await exchangeAuthorization(server.url, {
+      metadata,
+      clientInformation: client,
+      authorizationCode: code,
+      codeVerifier,
+      redirectUri: REDIRECT,
+      resource,
+    });
+    const call = await mcpCall(server.url, tokens.access_token, 'tools/call', { name: 'create_emergency', arguments: { orgId: org.orgId } });
+    assert.equal(call.status, 403);
+    assert.equal(
+      call.headers.get('www-authenticate'),
+      `Bearer error="insufficient_scope", scope="emergencies:write", resource_metadata="${server.url}/.well-known/oauth-protected-resource/mcp"`,
+    );
+    const allowed = await mcpCall(server.url, tokens.access_token, 'tools/call', { name: 'list_emergencies', arguments: { orgId: org.orgId } });
+    assert.equal(allowed.status, 200);
+    assert.equal(allowed.body.result.isError, undefined);
+  });
+
   it('an Origin that is not allowed is 403 even with a valid access token', async () => {
     const { code, codeVerifier } = await grant();
     const tokens = await exchangeAuthorization(server.url, {

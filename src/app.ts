@@ -26,8 +26,8 @@ import { healthRoutes } from './http/routes/health.js';
 import { serverOptions } from './http/server-options.js';
 import { zodValidatorCompiler } from './http/validation.js';
 import { mcpRoutes } from './mcp/plugin.js';
-import { oauthRoutes } from './mcp/oauth/routes.js';
-import { accessTokenKind } from './domain/oauth/grants.js';
+import { oauthOffered, oauthRoutes, protectedResourceRoutes } from './mcp/oauth/routes.js';
+import { toolServerCredentials as oauthCredentials } from './domain/oauth/grants.js';
 import type { RoleParts } from './roles.js';
 
 export { ADMIN_PREFIX, API_PREFIX } from './http/prefixes.js';
@@ -122,8 +122,9 @@ export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promi
   await registerApis(app, ctx, gate, parts);
   if (parts.apis) {
     // The tool server also takes the access tokens of its authorization server (extensions §10); REST keeps API keys.
-    const toolServerCredentials = new KeyAuthenticator(ctx, ctx.config.OAUTH_ENABLED ? [accessTokenKind(ctx)] : []);
+    const toolServerCredentials = new KeyAuthenticator(ctx, oauthCredentials(ctx));
     await app.register(mcpRoutes(ctx, { ...gate, keys: toolServerCredentials }));
+    if (oauthOffered(ctx.config)) await app.register(protectedResourceRoutes(ctx.config));
     if (ctx.config.OAUTH_ENABLED) await app.register(oauthRoutes(ctx, gate, toolServerCredentials));
   }
   return app;

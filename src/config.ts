@@ -206,6 +206,12 @@ const configSchema = z
     /** Lifetime of an OAuth refresh token (each use replaces it with a new one). */
     OAUTH_REFRESH_TOKEN_DAYS: z.coerce.number().int().min(1).max(365).default(30),
     /** Requests per second one client address (or /64) may make to the authorization server's endpoints, with a burst of ten times it. */
+    /** An enterprise's own authorization server whose JWT access tokens the tool server also takes (with OAUTH_JWKS_URL and PUBLIC_BASE_URL). */
+    OAUTH_ISSUER: z.url({ protocol: /^https?$/ }).optional(),
+    /** Where OAUTH_ISSUER publishes its signing keys (a JWKS). */
+    OAUTH_JWKS_URL: z.url({ protocol: /^https?$/ }).optional(),
+    /** The claim of an OAUTH_ISSUER token that names the org (its id) the token acts in. */
+    OAUTH_ORG_CLAIM: z.string().min(1).max(200).default('emergency_api_org_id'),
     OAUTH_REQUESTS_PER_ADDRESS: z.coerce.number().int().min(1).max(10_000).default(5),
     MCP_ALLOWED_ORIGINS: commaList.refine(
       (origins) => origins.every((o) => /^https?:\/\/[^/\s]+$/.test(o)),
@@ -218,6 +224,14 @@ const configSchema = z
     ),
   })
   .superRefine((c, ctx) => {
+    // An external issuer's tokens must name this server as their audience, which only PUBLIC_BASE_URL says.
+    if (c.OAUTH_ISSUER !== undefined && (c.OAUTH_JWKS_URL === undefined || c.PUBLIC_BASE_URL === undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['OAUTH_ISSUER'],
+        message: "needs OAUTH_JWKS_URL (its signing keys) and PUBLIC_BASE_URL (this server's origin: tokens must name PUBLIC_BASE_URL/mcp as their audience)",
+      });
+    }
     // Metrics name every tenant's orgs: a listener other machines can reach serves them to the token's holder only.
     if (c.METRICS_PORT !== undefined && c.METRICS_TOKEN === undefined && !isLoopbackHost(c.METRICS_HOST)) {
       ctx.addIssue({

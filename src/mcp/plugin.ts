@@ -10,6 +10,7 @@ import { enforceRateLimit } from '../edge/rate-limit.js';
 import { directCall, SingleResponseTransport } from './direct-call.js';
 import { foreignOriginRefusal } from './origin-check.js';
 import { MCP_PATH, mcpResourceOf, PROTECTED_RESOURCE_PATH, publicOrigin } from './oauth/origin.js';
+import { oauthOffered } from './oauth/routes.js';
 import { createToolServer, type McpAuthExtra, ToolServerPool } from './server.js';
 import { type McpSession, McpSessions } from './sessions.js';
 import { TOOLS } from './tools.js';
@@ -164,7 +165,7 @@ export const mcpRoutes =
         const presented = request.headers.authorization !== undefined;
         reply.header(
           'www-authenticate',
-          config.OAUTH_ENABLED ? `Bearer resource_metadata="${metadata}"${presented ? ', error="invalid_token"' : ''}` : 'Bearer',
+          oauthOffered(config) ? `Bearer resource_metadata="${metadata}"${presented ? ', error="invalid_token"' : ''}` : 'Bearer',
         );
       }
       done(null, payload);

@@ -2,19 +2,18 @@ import type { AppContext } from '../../context.js';
 import type { Principal } from '../access/principal.js';
 import { adminKeyKind } from '../admin-keys/service.js';
 import { apiKeyKind } from './service.js';
-import { CachedKeyVerifier, type KeyKind } from './verifier.js';
+import { CachedKeyVerifier, type CredentialVerifier } from './verifier.js';
 
 /** Every bearer key a request may carry: API keys (`enk_live_`) and admin keys (`enk_adm_`), and what a surface adds. */
 export class KeyAuthenticator {
-  private readonly kinds: CachedKeyVerifier<unknown>[];
+  private readonly kinds: CredentialVerifier[];
 
   /** `more`: credentials a surface takes besides the keys (the tool server's OAuth access tokens). */
-  // biome-ignore lint/suspicious/noExplicitAny: each kind reads rows of its own type
-  constructor(ctx: AppContext, more: KeyKind<any>[] = []) {
-    this.kinds = [apiKeyKind(ctx), adminKeyKind(ctx), ...more].map((kind) => new CachedKeyVerifier(kind as KeyKind<unknown>));
+  constructor(ctx: AppContext, more: CredentialVerifier[] = []) {
+    this.kinds = [new CachedKeyVerifier(apiKeyKind(ctx)), new CachedKeyVerifier(adminKeyKind(ctx)), ...more];
   }
 
-  private kindOf(plaintext: string | undefined): CachedKeyVerifier<unknown> | undefined {
+  private kindOf(plaintext: string | undefined): CredentialVerifier | undefined {
     return plaintext ? this.kinds.find((k) => k.matches(plaintext)) : undefined;
   }
 

@@ -23,6 +23,21 @@ export interface KeyKind<Row> {
   markUsed(row: Row, at: string): Promise<unknown>;
 }
 
+/** What the authentication of a request asks of one kind of bearer credential. */
+export interface CredentialVerifier {
+  /** Whether the text has this kind's form. */
+  matches(plaintext: string): boolean;
+  authenticate(plaintext: string): Promise<Principal | null>;
+  /** The verdict as of now, past any cache, for a credential that stays in use. */
+  authenticateFresh(plaintext: string): Promise<Principal | null>;
+  /** The verdict without waiting when it is known; undefined when it must be worked out first. */
+  authenticateCached(plaintext: string): Principal | null | undefined;
+  /** The public id part: the failed-authentication throttle's bucket. */
+  idOf(plaintext: string): string | undefined;
+  /** Whether this id part was seen before: its check is never throttled. */
+  knowsKeyIdOf(plaintext: string): boolean;
+}
+
 interface CachedKey<Row> {
   row: Row;
   /** The stored hash decoded once, for the comparison every request makes. */
@@ -37,7 +52,7 @@ interface CachedKey<Row> {
  * Verifies bearer keys of one kind: one indexed lookup by the public id (cached for a few seconds, so a
  * revocation takes effect within that time), then a constant-time comparison of SHA-256 digests.
  */
-export class CachedKeyVerifier<Row> {
+export class CachedKeyVerifier<Row> implements CredentialVerifier {
   /** Keys that exist, least recently used evicted first: a flood of other ids cannot push them out. */
   private readonly cache = new LRUCache<string, CachedKey<Row>>({ max: CACHE_MAX_KEYS });
   /** Key ids looked up and not found (made-up or deleted), apart from the real ones, for a short time. */

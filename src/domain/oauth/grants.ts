@@ -7,7 +7,8 @@ import type { ApiKeyTable } from '../../db/types.js';
 import { GRANTS, type Grant, type Permission, permissionsOf } from '../access/permissions.js';
 import type { ApiKeyPrincipal } from '../access/principal.js';
 import { apiKeyPrincipal, apiKeyUsable } from '../keys/service.js';
-import type { KeyKind } from '../keys/verifier.js';
+import { CachedKeyVerifier, type CredentialVerifier, type KeyKind } from '../keys/verifier.js';
+import { ExternalIssuerTokens } from './external-issuer.js';
 import { newId, nowIso } from '../shared/ids.js';
 import { sha256 } from '../shared/secrets.js';
 import { mintToken, TOKEN_PATTERNS, type TokenKind, tokenPrefix } from './tokens.js';
@@ -298,6 +299,24 @@ export function accessTokenKind(ctx: AppContext): KeyKind<AccessTokenRow> {
       }),
     markUsed: (row, at) => ctx.db.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', row.id).execute(),
   };
+}
+
+/** The tool server's credentials besides API keys: this server's access tokens, and those of an external issuer when set. */
+export function toolServerCredentials(ctx: AppContext): CredentialVerifier[] {
+  const { config } = ctx;
+  const verifiers: CredentialVerifier[] = [];
+  if (config.OAUTH_ENABLED) verifiers.push(new CachedKeyVerifier(accessTokenKind(ctx)));
+  if (config.OAUTH_ISSUER && config.OAUTH_JWKS_URL && config.PUBLIC_BASE_URL) {
+    verifiers.push(
+      new ExternalIssuerTokens({
+        issuer: config.OAUTH_ISSUER,
+        jwksUrl: config.OAUTH_JWKS_URL,
+        audience: `${config.PUBLIC_BASE_URL}/mcp`,
+        orgClaim: config.OAUTH_ORG_CLAIM,
+      }),
+    );
+  }
+  return verifiers;
 }
 
 /** Codes and tokens past their expiry (and a day's margin), removed in pages by the retention sweep. */

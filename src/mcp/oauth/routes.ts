@@ -4,6 +4,7 @@ import { revocationHandler } from '@modelcontextprotocol/sdk/server/auth/handler
 import { tokenHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/token.js';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../../config.js';
 import type { AppContext } from '../../context.js';
 import type { KeyAuthenticator } from '../../domain/keys/authenticator.js';
 import { OAuthClients } from '../../domain/oauth/clients.js';
@@ -36,17 +37,32 @@ export function authorizationServerMetadata(issuer: string) {
   };
 }
 
-/** RFC 9728: the tool server, and who issues its tokens. */
-export function protectedResourceMetadata(origin: string) {
+/** RFC 9728: the tool server, and who issues its tokens (this server, an enterprise's own issuer, or both). */
+export function protectedResourceMetadata(origin: string, config: Pick<Config, 'OAUTH_ENABLED' | 'OAUTH_ISSUER'>) {
   return {
     resource: `${origin}/mcp`,
-    authorization_servers: [origin],
+    authorization_servers: [...(config.OAUTH_ENABLED ? [origin] : []), ...(config.OAUTH_ISSUER ? [config.OAUTH_ISSUER] : [])],
     scopes_supported: SCOPES,
     bearer_methods_supported: ['header'],
     resource_name: 'Emergency API tool server',
     resource_documentation: `${origin}/docs`,
   };
 }
+
+/** Whether the tool server takes OAuth access tokens at all, from this server or an external issuer. */
+export const oauthOffered = (config: Pick<Config, 'OAUTH_ENABLED' | 'OAUTH_ISSUER'>): boolean => config.OAUTH_ENABLED || config.OAUTH_ISSUER !== undefined;
+
+/** Public documents: browser-based clients (the MCP Inspector) read them from their own origin. */
+const METADATA_HEADERS = { 'cache-control': 'max-age=300', 'access-control-allow-origin': '*' };
+
+/** RFC 9728's document, served whenever the tool server takes OAuth tokens. */
+export const protectedResourceRoutes =
+  (config: Config): FastifyPluginAsync =>
+  async (app) => {
+    app.get(PROTECTED_RESOURCE_PATH, { schema: { hide: true } }, async (request, reply) =>
+      reply.headers(METADATA_HEADERS).send(protectedResourceMetadata(publicOrigin(config, request.raw), config)),
+    );
+  };
 
 /** The consent page's sign-in: API keys only, with failed attempts throttled per address as everywhere else. */
 function consentSignIn(gate: KeyGate): ConsentSignIn {
@@ -109,13 +125,8 @@ export const oauthRoutes =
       server(request.raw, reply.raw);
     };
 
-    // Public documents: browser-based clients (the MCP Inspector) read them from their own origin.
-    const metadataHeaders = { 'cache-control': 'max-age=300', 'access-control-allow-origin': '*' };
-    app.get(PROTECTED_RESOURCE_PATH, { schema: { hide: true } }, async (request, reply) =>
-      reply.headers(metadataHeaders).send(protectedResourceMetadata(publicOrigin(config, request.raw))),
-    );
     app.get(AUTHORIZATION_SERVER_PATH, { schema: { hide: true } }, async (request, reply) =>
-      reply.headers(metadataHeaders).send(authorizationServerMetadata(publicOrigin(config, request.raw))),
+      reply.headers(METADATA_HEADERS).send(authorizationServerMetadata(publicOrigin(config, request.raw))),
     );
     await app.register(async (scope) => {
       // The body is left for Express to read.

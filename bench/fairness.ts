@@ -8,6 +8,8 @@
 //   - for each abuse: B declares one at a time for BENCH_FAIRNESS_SECONDS (default 10) quiet, then as long again
 //     while A abuses (after the abuse has run for a moment), each declare timed from its request's write to the
 //     kernel's arrival stamp of its frame at B's station (bench/lib/tenant-probe.ts);
+//   - first the floors the abuses are read against: A declaring at its rate limit, and no request of A while a process
+//     outside the service spins on a core (at nice 0, then 19);
 //   - the abuses: A's read key polling its own CAP Atom feed (3 pollers); A's write key ingesting CAP alerts at the
 //     body limit (1,800 <info> blocks, then 7,100 <area> blocks) at a fifth of its rate limit; four 56 MB message
 //     bodies at once, over and over; A holding every event stream and device socket it can (B then connects fresh
@@ -226,6 +228,26 @@ try {
     );
     await sleep(2_000);
     return result;
+  }
+
+  // 0. The floors the abuses are read against: A's ordinary traffic (declares at its rate limit), and no request of A at
+  // all while a process outside the service spins on one of the two cores, at the service's priority and at the pool
+  // threads' (nice 19).
+  if (chosen('ordinary'))
+    await phase(`ordinary`, `while A declares at its rate limit (${RATE_LIMIT}/s), nothing more`, () =>
+      abuseLoop(() => declareA(demo.key), { concurrency: 4, perSecond: RATE_LIMIT }),
+    );
+  for (const nice of [0, 19].filter((n) => chosen(`cpu-hog-${n}`))) {
+    await phase(`cpu-hog-${nice}`, `no request of A; a process outside the service spins on one core at nice ${nice}`, () => {
+      const hog = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+      if (hog.pid !== undefined) setPriority(hog.pid, nice);
+      return {
+        stop: async () => {
+          hog.kill('SIGKILL');
+          return { rounds: 0, statuses: {} };
+        },
+      };
+    });
   }
 
   // 1. The CAP Atom feed, polled by A's read key.

@@ -1,4 +1,8 @@
-import type { IncomingArea } from './read-alert.js';
+/** The geometry of one `area` of an ingested alert, as written. */
+export interface IncomingArea {
+  polygons: string[];
+  circles: string[];
+}
 
 export interface Point {
   latitude: number;

@@ -2,6 +2,8 @@ import type { XmlElement, XmlNode } from 'libxml2-wasm';
 import { fieldError, FieldValidationError } from '../../errors.js';
 import { offloadTask } from '../../offload/pool.js';
 import { CAP_NAMESPACE, capReader } from './cap-schema.js';
+import { type IncomingArea, locationOfAreas, type Point } from './ingest-location.js';
+import { capEventKey } from './schema.js';
 import { screenXml } from './xml-screen.js';
 
 /** An earlier message an alert names in `references`. */
@@ -10,18 +12,13 @@ export interface CapReference {
   identifier: string;
 }
 
-export interface IncomingArea {
-  polygons: string[];
-  circles: string[];
-}
-
 export interface IncomingInfo {
-  categories: string[];
   event: string;
   senderName: string | null;
   headline: string | null;
   description: string | null;
-  areas: IncomingArea[];
+  /** Where its areas point (see locationOfAreas), worked out on the worker thread. */
+  location: Point | null;
 }
 
 /** What the service reads of an ingested CAP 1.2 alert. */
@@ -74,21 +71,36 @@ function alertOf(root: XmlElement): IncomingAlert {
     msgType: textOf(root, 'msgType')!,
     note: textOf(root, 'note'),
     references: referencesOf(textOf(root, 'references')),
-    infos: root.find('cap:info', NS).map(infoOf),
+    infos: firstInfoPerEvent(root.find('cap:info', NS).map(infoOf)),
   };
 }
 
+/**
+ * The service reads one info of an alert: the first whose event the org maps, else the first. The first info of each event
+ * is all that choice needs, so only those cross to the main thread: an alert of 1,800 infos of one event costs it one.
+ */
+function firstInfoPerEvent(infos: IncomingInfo[]): IncomingInfo[] {
+  const seen = new Set<string>();
+  return infos.filter((info) => {
+    const key = capEventKey(info.event);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
 function infoOf(info: XmlNode): IncomingInfo {
+  // The areas stay on this thread: the main thread gets the one point they give.
+  const areas: IncomingArea[] = info.find('cap:area', NS).map((area) => ({
+    polygons: area.find('cap:polygon', NS).map((n) => n.content.trim()),
+    circles: area.find('cap:circle', NS).map((n) => n.content.trim()),
+  }));
   return {
-    categories: info.find('cap:category', NS).map((n) => n.content.trim()),
     event: textOf(info, 'event')!,
     senderName: textOf(info, 'senderName'),
     headline: textOf(info, 'headline'),
     description: textOf(info, 'description'),
-    areas: info.find('cap:area', NS).map((area) => ({
-      polygons: area.find('cap:polygon', NS).map((n) => n.content.trim()),
-      circles: area.find('cap:circle', NS).map((n) => n.content.trim()),
-    })),
+    location: locationOfAreas(areas),
   };
 }
 

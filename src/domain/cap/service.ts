@@ -18,7 +18,6 @@ import { placeOfOrg } from '../tenancy/places.js';
 import type { CapLinks } from './atom-feed.js';
 import { alertDocumentTask, feedDocumentTask } from './documents.js';
 import { feedCacheOf } from './feed-cache.js';
-import { locationOfAreas } from './ingest-location.js';
 import { capSenderOf, emergencyIdOfIdentifier } from './messages.js';
 import { type CapReference, type IncomingAlert, type IncomingInfo, readCapAlertTask } from './read-alert.js';
 import { emergenciesForFeed, emergencyForCap, feedStamp, mappingsByKey, mappingsOf, orgName, referencedEmergencies, transitionsOf } from './repo.js';
@@ -140,7 +139,7 @@ function declareInputOf(
   if (externalId.length > 256) {
     throw fieldError(['body', 'identifier'], 'sender and identifier together must be at most 255 characters: they become the externalId', 'too_long');
   }
-  const location = info ? locationOfAreas(info.areas) : null;
+  const location = info?.location ?? null;
   const description = clip(info?.description || info?.headline || null, 4000);
   return {
     externalId,

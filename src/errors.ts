@@ -64,6 +64,20 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * An AppError without a stack trace, for the refusals a flood of requests causes (401, 429): capturing the stack of a deep
+ * request pipeline costs more than the answer, and nobody reads it.
+ */
+export function refusal(code: ErrorCode, message: string, options: { retryAfterSeconds?: number } = {}): AppError {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new AppError(code, message, {}, options);
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 /** One entry of a FastAPI-shaped 422 body. */
 export interface FieldIssue {
   loc: (string | number)[];

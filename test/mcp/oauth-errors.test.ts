@@ -50,6 +50,11 @@ describe('the authorization server refuses what it must', () => {
     const code = codeOf(await answerConsent(authorizationUrl, key));
     return { code, codeVerifier };
   }
+  /** A grant approved with the key, its code exchanged as the SDK's client does. */
+  async function issued(scope?: string) {
+    const { code, codeVerifier } = await grant(scope);
+    return exchangeAuthorization(server.url, { metadata, clientInformation: client, authorizationCode: code, codeVerifier, redirectUri: REDIRECT, resource });
+  }
   const redirectError = (res: Response) => {
     assert.equal(res.status, 302);
     const location = new URL(res.headers.get('location')!);
@@ -113,30 +118,14 @@ describe('the authorization server refuses what it must', () => {
     });
     assert.equal((await wrongTarget.json()).error, 'invalid_target');
     // The same server under another name is another resource: a token issued for 127.0.0.1 is refused at localhost.
-    const again = await grant();
-    const tokens = await exchangeAuthorization(server.url, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: again.code,
-      codeVerifier: again.codeVerifier,
-      redirectUri: REDIRECT,
-      resource,
-    });
+    const tokens = await issued();
     assert.equal((await mcpCall(server.url, tokens.access_token)).status, 200);
     const elsewhere = await mcpCall(server.url.replace('127.0.0.1', 'localhost'), tokens.access_token);
     assert.equal(elsewhere.status, 401);
   });
 
   it('a reused refresh token revokes its whole family', async () => {
-    const { code, codeVerifier } = await grant();
-    const first = await exchangeAuthorization(server.url, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: code,
-      codeVerifier,
-      redirectUri: REDIRECT,
-      resource,
-    });
+    const first = await issued();
     const second = await (await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token! })).json();
     assert.match(second.refresh_token, /^enk_ort_/);
     const reused = await token({ grant_type: 'refresh_token', refresh_token: first.refresh_token! });
@@ -150,15 +139,7 @@ describe('the authorization server refuses what it must', () => {
     const { authorizationUrl } = await authorizeUrl({}, 'audit:read');
     const params = redirectError(await answerConsent(authorizationUrl, key));
     assert.equal(params.get('error'), 'invalid_scope');
-    const { code, codeVerifier } = await grant('emergencies:read audit:read emergencies:write');
-    const tokens = await exchangeAuthorization(server.url, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: code,
-      codeVerifier,
-      redirectUri: REDIRECT,
-      resource,
-    });
+    const tokens = await issued('emergencies:read audit:read emergencies:write');
     assert.equal(tokens.scope, 'emergencies:read');
     const unknown = await authorizeUrl({}, 'emergencies:read admin');
     assert.equal(redirectError(await fetch(unknown.authorizationUrl, { redirect: 'manual' })).get('error'), 'invalid_scope');
@@ -203,15 +184,7 @@ describe('the authorization server refuses what it must', () => {
   });
 
   it('a tool call beyond the scopes of its token: 403 insufficient_scope naming the scope, so the client may ask for it', async () => {
-    const { code, codeVerifier } = await grant();
-    const tokens = await exchangeAuthorization(server.url, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: code,
-      codeVerifier,
-      redirectUri: REDIRECT,
-      resource,
-    });
+    const tokens = await issued();
     const call = await mcpCall(server.url, tokens.access_token, 'tools/call', { name: 'create_emergency', arguments: { orgId: org.orgId } });
     assert.equal(call.status, 403);
     assert.equal(
@@ -224,15 +197,7 @@ describe('the authorization server refuses what it must', () => {
   });
 
   it('an Origin that is not allowed is 403 even with a valid access token', async () => {
-    const { code, codeVerifier } = await grant();
-    const tokens = await exchangeAuthorization(server.url, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: code,
-      codeVerifier,
-      redirectUri: REDIRECT,
-      resource,
-    });
+    const tokens = await issued();
     const res = await fetch(`${server.url}/mcp`, {
       method: 'POST',
       headers: { authorization: `Bearer ${tokens.access_token}`, origin: 'http://evil.example.com', 'content-type': 'application/json' },
@@ -242,15 +207,7 @@ describe('the authorization server refuses what it must', () => {
   });
 
   it('revoking an access token at /oauth/revoke ends it', async () => {
-    const { code, codeVerifier } = await grant();
-    const tokens = await exchangeAuthorization(server.url, {
-      metadata,
-      clientInformation: client,
-      authorizationCode: code,
-      codeVerifier,
-      redirectUri: REDIRECT,
-      resource,
-    });
+    const tokens = await issued();
     const res = await fetch(`${server.url}/oauth/revoke`, {
       method: 'POST',
       body: new URLSearchParams({ client_id: client.client_id, token: tokens.access_token, token_type_hint: 'access_token' }),

@@ -19,6 +19,7 @@ import { webhookAdminRoutes } from './routes/admin/webhooks.js';
 import { capRoutes } from './routes/cap.js';
 import { directoryRoutes } from './routes/directory.js';
 import { emergencyRoutes } from './routes/emergencies.js';
+import { integrationRoutes } from './routes/integrations.js';
 import { feedRoutes } from './routes/feed.js';
 import { meRoutes } from './routes/me.js';
 import { messageRoutes } from './routes/messages.js';
@@ -40,7 +41,7 @@ const APIS: Api[] = [
     name: 'public',
     keys: PUBLIC_API_KEYS,
     document: publicDocument,
-    routes: [emergencyRoutes, directoryRoutes, feedRoutes, streamRoutes, messageRoutes, meRoutes, capRoutes],
+    routes: [emergencyRoutes, directoryRoutes, feedRoutes, streamRoutes, messageRoutes, meRoutes, capRoutes, integrationRoutes],
   },
   {
     prefix: ADMIN_PREFIX,

@@ -24,6 +24,7 @@ const bodies: Record<string, { body: string; type: string }> = {
   resolveEmergency: { body: JSON.stringify({ resolutionNote: 'permission table' }), type: 'application/json' },
   postMessage: { body: JSON.stringify({ content: 'permission table' }), type: 'application/json' },
   ingestCapAlert: { body: example('a2-severe-thunderstorm-warning'), type: 'application/cap+xml' },
+  receiveAlertmanagerWebhook: { body: JSON.stringify({ version: '4', status: 'firing', receiver: 'permission table', alerts: [] }), type: 'application/json' },
 };
 
 describe('granular permissions: every REST route and every tool, for each grant', () => {

@@ -421,6 +421,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/orgs/{org_id}/integrations/alertmanager': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Prometheus Alertmanager's webhook receiver (permission: emergencies:write).
+     * @description Point a webhook_configs receiver of Alertmanager here, with the write key as http_config.authorization.credentials (docs/integrations.md). Payload version 4. Each alert, by fingerprint: firing declares an emergency (externalId am:<fingerprint>, occurredAt startsAt, description from annotations.summary, else description, else alertname, category the one named by the severity label, else Uncategorized, labels and annotations in metadata.alertmanager) unless one is open; resolved resolves the open one. Repeats change nothing. At most 1000 alerts and 1 MiB a notification.
+     */
+    post: operations['receiveAlertmanagerWebhook'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface webhooks {
   'emergency.declared': {
@@ -1052,6 +1072,54 @@ export interface components {
       items: components['schemas']['AuditLogEntry'][];
       /** @description Pass as `cursor` to fetch the next page; null on the last page. */
       nextCursor: string | null;
+    };
+    AlertmanagerWebhook: {
+      /** @constant */
+      version: '4';
+      groupKey?: string;
+      truncatedAlerts?: number;
+      /** @enum {string} */
+      status: 'firing' | 'resolved';
+      receiver: string;
+      groupLabels?: {
+        [key: string]: string;
+      };
+      commonLabels?: {
+        [key: string]: string;
+      };
+      commonAnnotations?: {
+        [key: string]: string;
+      };
+      externalURL?: string;
+      alerts: {
+        /** @enum {string} */
+        status: 'firing' | 'resolved';
+        labels: {
+          [key: string]: string;
+        };
+        /** @default {} */
+        annotations: {
+          [key: string]: string;
+        };
+        /**
+         * Format: date-time
+         * @example 2026-11-21T17:44:29.123Z
+         */
+        startsAt: string;
+        /** @description 0001-01-01T00:00:00Z while the alert fires. */
+        endsAt?: string;
+        generatorURL?: string;
+        /** @description Alertmanager’s id of the alert (a hash of its labels): the emergency’s externalId is am:<fingerprint>. */
+        fingerprint: string;
+      }[];
+    };
+    AlertmanagerResult: {
+      /** @description Firing alerts that declared an emergency. */
+      declared: number;
+      /** @description Resolved alerts that resolved their emergency. */
+      resolved: number;
+      /** @description Alerts that changed nothing: a repeat, or a resolved alert without an open emergency. */
+      unchanged: number;
     };
     /** @description AttachmentInput. Unknown fields are ignored. */
     AttachmentItem: {
@@ -6020,6 +6088,240 @@ export interface operations {
            *       "detail": {
            *         "error": "unsupported_media_type",
            *         "message": "the body is not application/cap+xml or application/xml."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: per-key rate limit exceeded; see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  receiveAlertmanagerWebhook: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description Target organization id (UUID). */
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['AlertmanagerWebhook'];
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "declared": 1,
+           *       "resolved": 1,
+           *       "unchanged": 1
+           *     }
+           */
+          'application/json': components['schemas']['AlertmanagerResult'];
+        };
+      };
+      /** @description bad_request: the URL or the JSON body is malformed. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the URL or the JSON body is malformed."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "org_not_covered",
+           *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds 1 MiB. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds 1 MiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
            *       }
            *     }
            */

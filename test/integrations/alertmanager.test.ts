@@ -117,6 +117,22 @@ describe('Prometheus Alertmanager declares and resolves emergencies', {
     assert.match(resolved.resolutionNote, /Resolved in Alertmanager/);
   });
 
+  it('honours Idempotency-Key: a retry is answered as the first request was', async () => {
+    const body = {
+      version: '4',
+      status: 'firing',
+      receiver: 'retry',
+      alerts: [{ status: 'firing', labels: { alertname: 'Retry' }, startsAt: '2026-12-07T18:00:00Z', fingerprint: 'feedbeef' }],
+    };
+    const first = await api.post(`/orgs/${org.orgId}/integrations/alertmanager`, body, { 'idempotency-key': 'am-retry-1' });
+    assert.deepEqual(first.body, { declared: 1, resolved: 0, unchanged: 0 });
+    const again = await api.post(`/orgs/${org.orgId}/integrations/alertmanager`, body, { 'idempotency-key': 'am-retry-1' });
+    assert.equal(again.headers.get('idempotent-replayed'), 'true');
+    assert.deepEqual(again.body, first.body);
+    const fresh = await api.post(`/orgs/${org.orgId}/integrations/alertmanager`, body);
+    assert.deepEqual(fresh.body, { declared: 0, resolved: 0, unchanged: 1 });
+  });
+
   it('a body Alertmanager never sends is refused with the field at fault', async () => {
     const bad = await api.post(`/orgs/${org.orgId}/integrations/alertmanager`, {
       version: '4',

@@ -6191,7 +6191,10 @@ export interface operations {
   receiveAlertmanagerWebhook: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
       path: {
         /** @description Target organization id (UUID). */
         org_id: string;

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import type { AppContext } from '../../context.js';
+import { inTransaction } from '../../db/connect.js';
+import type { WriteOptions } from '../../db/unit-of-work.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
 import { findCategory } from '../categories/repo.js';
@@ -113,7 +115,13 @@ async function declareOf(ctx: AppContext, orgId: string, payload: AlertmanagerPa
  * this very firing (its startsAt) was declared before; each resolved alert resolves its open emergency. Repeats of a
  * notification change nothing.
  */
-export async function receiveAlertmanager(ctx: AppContext, caller: Caller, orgId: string, payload: AlertmanagerPayload): Promise<AlertmanagerResult> {
+export async function receiveAlertmanager(
+  ctx: AppContext,
+  caller: Caller,
+  orgId: string,
+  payload: AlertmanagerPayload,
+  write: WriteOptions = {},
+): Promise<AlertmanagerResult> {
   const org = await authorize(ctx, caller, orgId, 'emergencies:write');
   const result: AlertmanagerResult = { declared: 0, resolved: 0, unchanged: 0 };
   for (const alert of payload.alerts) {
@@ -150,5 +158,6 @@ export async function receiveAlertmanager(ctx: AppContext, caller: Caller, orgId
     if (created) result.resolved++;
     else result.unchanged++;
   }
-  return result;
+  // Each alert is a unit of work of its own, and a repeat changes nothing: the answer is stored last, in a unit of its own.
+  return write.idempotency ? inTransaction(ctx.db, async () => result, write.idempotency) : result;
 }

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AppContext } from '../../context.js';
 import { ALERTMANAGER_MAX_ALERTS, alertmanagerPayload, alertmanagerResult, receiveAlertmanager } from '../../domain/integrations/alertmanager.js';
 import { callerOf } from '../../edge/auth.js';
+import { idempotencyHeaders, writeOptionsOf } from '../../edge/idempotency.js';
 import { errorResponses } from '../error-schemas.js';
 import { orgPath } from './params.js';
 
@@ -35,7 +36,9 @@ export const integrationRoutes =
   async (app) => {
     const r = app.withTypeProvider<ZodTypeProvider>();
     r.post('/orgs/:org_id/integrations/alertmanager', {
+      config: { idempotentAnswer: (result) => ({ status: 200, body: result }) },
       schema: {
+        headers: idempotencyHeaders,
         operationId: 'receiveAlertmanagerWebhook',
         tags: ['integrations'],
         summary: "Prometheus Alertmanager's webhook receiver (permission: emergencies:write).",
@@ -56,6 +59,6 @@ export const integrationRoutes =
           }),
         },
       },
-      handler: (req) => receiveAlertmanager(ctx, callerOf(req), req.params.org_id, req.body),
+      handler: (req) => receiveAlertmanager(ctx, callerOf(req), req.params.org_id, req.body, writeOptionsOf(req)),
     });
   };

@@ -83,13 +83,14 @@ describe('Prometheus Alertmanager declares and resolves emergencies', {
 
   it('a firing alert declares once (repeats change nothing), and its resolution resolves it', async () => {
     const startsAt = new Date(Date.now() - 60_000).toISOString();
-    await amtool(
+    const diskFull = [
       'alertname=DiskFull',
       'severity=fire',
       'instance=control-room-1',
       '--annotation=summary=Disk full on the control room server',
       `--start=${startsAt}`,
-    );
+    ];
+    await amtool(...diskFull);
     const [declared] = await until('the declare', fromAlertmanager, (list) => list.length === 1);
     assert.equal(declared.description, 'Disk full on the control room server');
     assert.equal(declared.category.name, 'Fire');
@@ -105,14 +106,7 @@ describe('Prometheus Alertmanager declares and resolves emergencies', {
     const events = (await api.get(`/orgs/${org.orgId}/emergencies/${declared.emergencyId}/events`)).body.items;
     assert.equal(events.length, 1);
 
-    await amtool(
-      'alertname=DiskFull',
-      'severity=fire',
-      'instance=control-room-1',
-      '--annotation=summary=Disk full on the control room server',
-      `--start=${startsAt}`,
-      `--end=${new Date(Date.now() - 1000).toISOString()}`,
-    );
+    await amtool(...diskFull, `--end=${new Date(Date.now() - 1000).toISOString()}`);
     const [resolved] = await until('the resolution', fromAlertmanager, (list) => list[0]?.status === 'resolved');
     assert.match(resolved.resolutionNote, /Resolved in Alertmanager/);
   });

@@ -1,4 +1,5 @@
 import { capCommands } from './admin-cap.js';
+import { integrationCommands } from './admin-integrations.js';
 import { deviceCommands } from './admin-devices.js';
 import { directoryCommands } from './admin-directory.js';
 import { keyCommands } from './admin-keys.js';
@@ -18,6 +19,7 @@ export const commands: Record<string, CliCommand> = {
   ...deviceCommands,
   ...webhookCommands,
   ...capCommands,
+  ...integrationCommands,
   ...webhookListenCommands,
   ...workerCommands,
 };

@@ -369,6 +369,8 @@ export interface Database {
   oauth_clients: OAuthClientTable;
   oauth_grants: OAuthGrantTable;
   oauth_tokens: OAuthTokenTable;
+  integration_keys: IntegrationKeyTable;
+  integration_settings: IntegrationSettingsTable;
 }
 
 export interface OAuthClientTable {
@@ -401,4 +403,26 @@ export interface OAuthTokenTable {
   code_challenge: string | null;
   redirect_uri: string | null;
   created_at: string;
+}
+
+/** A routing key of a monitoring integration (PagerDuty Events v2), one org's (see migration 0018). */
+export interface IntegrationKeyTable {
+  id: string;
+  org_id: string;
+  kind: string;
+  key_prefix: string;
+  secret_hash: string;
+  name: string;
+  status: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+/** How one integration's alerts of one org pick their category (see migration 0018). */
+export interface IntegrationSettingsTable {
+  org_id: string;
+  kind: string;
+  category_field: string;
+  category_map: string;
+  updated_at: string;
 }

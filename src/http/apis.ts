@@ -11,6 +11,7 @@ import { categoryAdminRoutes } from './routes/admin/categories.js';
 import { connectionQuotaAdminRoutes } from './routes/admin/connection-quotas.js';
 import { deviceAdminRoutes } from './routes/admin/devices.js';
 import { enterpriseAdminRoutes } from './routes/admin/enterprises.js';
+import { integrationAdminRoutes } from './routes/admin/integrations.js';
 import { meAdminRoutes } from './routes/admin/me.js';
 import { orgAdminRoutes } from './routes/admin/orgs.js';
 import { partnerAdminRoutes } from './routes/admin/partners.js';
@@ -24,6 +25,7 @@ import { feedRoutes } from './routes/feed.js';
 import { meRoutes } from './routes/me.js';
 import { messageRoutes } from './routes/messages.js';
 import { openApiDocumentRoute } from './routes/openapi-document.js';
+import { pagerDutyRoutes } from './routes/pagerduty.js';
 import { streamRoutes } from './routes/stream.js';
 
 interface Api {
@@ -55,6 +57,7 @@ const APIS: Api[] = [
       connectionQuotaAdminRoutes,
       categoryAdminRoutes,
       capMappingAdminRoutes,
+      integrationAdminRoutes,
       userAdminRoutes,
       apiKeyAdminRoutes,
       adminKeyAdminRoutes,
@@ -93,6 +96,8 @@ export async function registerApis(
           idempotentRoutes(authed, ctx.db);
           for (const route of routes) await authed.register(route(ctx));
         });
+        // PagerDuty's senders carry their key in the body, not in Authorization: the route checks it once the body is read.
+        if (api.name === 'public' && served.apis) await scope.register(pagerDutyRoutes(ctx, gate));
       },
       { prefix: api.prefix },
     );

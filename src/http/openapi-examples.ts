@@ -78,6 +78,9 @@ export function sampleOf(schema: Json | undefined, components: Json, depth = 0):
 /** The example of one response: a sample of its schema, or the error body its description names. */
 export function exampleOf(schema: Json | undefined, components: Json, status: string, description: string | undefined): unknown {
   if (!status.startsWith('4') && !status.startsWith('5')) return sampleOf(schema, components);
+  // A refusal in another protocol's words (PagerDuty's `invalid event`): a sample of its own schema.
+  const properties = schema ? resolve(schema, components).properties : undefined;
+  if (properties && !('detail' in properties)) return sampleOf(schema, components);
   if (status === '422') {
     return { detail: [{ loc: ['body', 'categoryName'], msg: 'No category named "Fyre" in this organization.', type: 'category_not_found' }] };
   }

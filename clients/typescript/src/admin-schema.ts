@@ -252,6 +252,74 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/orgs/{org_id}/integration-keys': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * The organization's integration keys, oldest first, revoked ones included (never the keys themselves).
+     * @description The organization's integration keys, oldest first, revoked ones included (never the keys themselves).
+     */
+    get: operations['listIntegrationKeys'];
+    put?: never;
+    /**
+     * Mint an integration key (a PagerDuty Events v2 routing_key) for the organization; `key` is shown in this answer only.
+     * @description The key (enk_int_ and 32 hex digits) is the routing_key of events sent to POST /api/public/v1/integrations/pagerduty/v2/enqueue: it declares, resolves and posts messages in this organization only. At most 100 active keys per organization. Audit: integration_key.created.
+     */
+    post: operations['createIntegrationKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/orgs/{org_id}/integration-keys/{key_id}/revoke': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Revoke an integration key: its events get 400 "Invalid routing key" within seconds on every instance (audit: integration_key.revoked).
+     * @description Revoke an integration key: its events get 400 "Invalid routing key" within seconds on every instance (audit: integration_key.revoked).
+     */
+    post: operations['revokeIntegrationKey'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/orgs/{org_id}/integrations/{integration}/category-mapping': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * How an integration's alerts pick their category in the organization (alertmanager or pagerduty).
+     * @description How an integration's alerts pick their category in the organization (alertmanager or pagerduty).
+     */
+    get: operations['getIntegrationCategoryMapping'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    /**
+     * Set which field picks an integration's category and map its values to categories (audit: integration_mapping.updated).
+     * @description An alert lands in the category its field value is mapped to, else the category named like the value (case-insensitively), else Uncategorized. The field is an Alertmanager label (default severity), or a PagerDuty payload field (severity, class, component, group or source; default severity).
+     */
+    patch: operations['updateIntegrationCategoryMapping'];
+    trace?: never;
+  };
   '/orgs/{org_id}/users': {
     parameters: {
       query?: never;
@@ -1010,6 +1078,42 @@ export interface components {
        */
       ackDeadlineSeconds: number | null;
     };
+    IntegrationCategoryMapping: {
+      /** Format: uuid */
+      orgId: string;
+      /** @enum {string} */
+      integration: 'alertmanager' | 'pagerduty';
+      categoryField: string;
+      /** @description Values without an entry land in the category of that name, else in Uncategorized. */
+      categoryMap: {
+        /** @description Lower case. */
+        value: string;
+        /** Format: uuid */
+        categoryId: string;
+        categoryName: string;
+      }[];
+      /** @description null: never set (the defaults). */
+      updatedAt: string | null;
+    };
+    IntegrationKey: {
+      /** Format: uuid */
+      id: string;
+      /** Format: uuid */
+      orgId: string;
+      /** @enum {string} */
+      kind: 'pagerduty';
+      name: string;
+      /** @enum {string} */
+      status: 'active' | 'revoked';
+      /**
+       * Format: date-time
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      createdAt: string;
+      /** @description At one-minute precision. */
+      lastUsedAt: string | null;
+      revokedAt: string | null;
+    };
     Organization: {
       /** Format: uuid */
       orgId: string;
@@ -1122,6 +1226,12 @@ export interface components {
        */
       createdAt: string;
       lastLoginAt: string | null;
+    };
+    IntegrationKeyPage: {
+      /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
+      items: components['schemas']['IntegrationKey'][];
+      /** @description Pass as `cursor` to fetch the next page; null on the last page. */
+      nextCursor: string | null;
     };
   };
   responses: never;
@@ -5085,6 +5195,1185 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization or mapping (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  listIntegrationKeys: {
+    parameters: {
+      query?: {
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
+        cursor?: string;
+        /** @description Page size, 1..200 (default 50). */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "items": [
+           *         {
+           *           "id": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "kind": "pagerduty",
+           *           "name": "string",
+           *           "status": "active",
+           *           "createdAt": "2026-11-21T17:44:29.123Z",
+           *           "lastUsedAt": "2026-11-21T17:44:29.123Z",
+           *           "revokedAt": "2026-11-21T17:44:29.123Z"
+           *         }
+           *       ],
+           *       "nextCursor": "string"
+           *     }
+           */
+          'application/json': components['schemas']['IntegrationKeyPage'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  createIntegrationKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description What sends with it, e.g. "Datadog production". */
+          name: string;
+          /**
+           * @description The protocol it is used with: pagerduty (Events API v2).
+           * @default pagerduty
+           * @enum {string}
+           */
+          kind?: 'pagerduty';
+        };
+      };
+    };
+    responses: {
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "kind": "pagerduty",
+           *       "name": "string",
+           *       "status": "active",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "lastUsedAt": "2026-11-21T17:44:29.123Z",
+           *       "revokedAt": "2026-11-21T17:44:29.123Z",
+           *       "key": "string"
+           *     }
+           */
+          'application/json': {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            orgId: string;
+            /** @enum {string} */
+            kind: 'pagerduty';
+            name: string;
+            /** @enum {string} */
+            status: 'active' | 'revoked';
+            /**
+             * Format: date-time
+             * @example 2026-11-21T17:44:29.123Z
+             */
+            createdAt: string;
+            /** @description At one-minute precision. */
+            lastUsedAt: string | null;
+            revokedAt: string | null;
+            /** @description The routing key, shown once. */
+            key: string;
+          };
+        };
+      };
+      /** @description bad_request: the URL or the JSON body is malformed. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the URL or the JSON body is malformed."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description conflict: the organization already has 100 active keys. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "conflict",
+           *         "message": "the organization already has 100 active keys."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds the size limit. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds the size limit."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  revokeIntegrationKey: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        org_id: string;
+        key_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "id": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "kind": "pagerduty",
+           *       "name": "string",
+           *       "status": "active",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "lastUsedAt": "2026-11-21T17:44:29.123Z",
+           *       "revokedAt": "2026-11-21T17:44:29.123Z"
+           *     }
+           */
+          'application/json': components['schemas']['IntegrationKey'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization or key (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization or key (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  getIntegrationCategoryMapping: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        org_id: string;
+        integration: 'alertmanager' | 'pagerduty';
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "integration": "alertmanager",
+           *       "categoryField": "string",
+           *       "categoryMap": [
+           *         {
+           *           "value": "string",
+           *           "categoryId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "categoryName": "string"
+           *         }
+           *       ],
+           *       "updatedAt": "2026-11-21T17:44:29.123Z"
+           *     }
+           */
+          'application/json': components['schemas']['IntegrationCategoryMapping'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  updateIntegrationCategoryMapping: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        org_id: string;
+        integration: 'alertmanager' | 'pagerduty';
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': {
+          /** @description The field whose value picks the category: an Alertmanager label name, or one of severity, class, component, group, source of a PagerDuty event's payload. Default severity. */
+          categoryField?: string;
+          /** @description Entries to set: a field value (case-insensitive) → a category of the organization, by id or name; null removes the value's entry. Entries not named stay. At most 200 entries. */
+          categoryMap?: {
+            [key: string]: string | null;
+          };
+        };
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "integration": "alertmanager",
+           *       "categoryField": "string",
+           *       "categoryMap": [
+           *         {
+           *           "value": "string",
+           *           "categoryId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "categoryName": "string"
+           *         }
+           *       ],
+           *       "updatedAt": "2026-11-21T17:44:29.123Z"
+           *     }
+           */
+          'application/json': components['schemas']['IntegrationCategoryMapping'];
+        };
+      };
+      /** @description bad_request: the URL or the JSON body is malformed. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the URL or the JSON body is malformed."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds the size limit. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds the size limit."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
            *       }
            *     }
            */

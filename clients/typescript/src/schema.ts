@@ -441,6 +441,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/integrations/pagerduty/v2/enqueue': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * PagerDuty Events API v2: send an alert event (an integration key as routing_key).
+     * @description PagerDuty's https://events.pagerduty.com/v2/enqueue, with an integration key of the organization (enk_int_..., minted with the admin API or `emergency-api admin integration-key create`) as routing_key and no Authorization header. trigger declares an emergency (externalId pd:<dedup_key>, description payload.summary, source payload.source, occurredAt payload.timestamp, category by the organization's mapping of payload.severity, the rest in metadata.pagerduty); a trigger whose dedup_key has an open emergency is posted to it as a message; acknowledge is posted as a message; resolve resolves it. acknowledge and resolve without an open emergency are dropped. Answers as PagerDuty does. At most 512 KB an event.
+     */
+    post: operations['enqueuePagerDutyEvent'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export interface webhooks {
   'emergency.declared': {
@@ -1049,13 +1069,13 @@ export interface components {
       /** @description e.g. emergency.declared */
       eventType: string;
       actor: {
-        /** @description api_key, admin_key, operator, or oauth_client (a tool server client acting with the key a person approved it with) */
+        /** @description api_key, admin_key, operator, oauth_client (a tool server client acting with the key a person approved it with), or integration (a monitoring system: id alertmanager:<receiver> or pagerduty:<integration key id>) */
         type: string;
         id: string;
         name: string | null;
         /** @description oauth_client only: the OAuth client id. */
         clientId?: string;
-        /** @description oauth_client only: the API key its grant was approved with. */
+        /** @description oauth_client: the API key its grant was approved with; integration (Alertmanager): the API key it sent. */
         keyId?: string;
       };
       resource: {
@@ -1196,6 +1216,60 @@ export interface components {
         /** @description Position of the rejected attachment in `attachments` (0 for a single item). */
         index: number;
       };
+    };
+    PagerDutyEvent: {
+      /** @description An integration key of the organization: enk_int_ and 32 hex digits. */
+      routing_key: string;
+      /** @enum {string} */
+      event_action: 'trigger' | 'acknowledge' | 'resolve';
+      /** @description Correlates a trigger with later events: the emergency’s externalId is pd:<dedup_key>. Generated for a trigger without one. */
+      dedup_key?: string;
+      /** @description Required for trigger. */
+      payload?: {
+        /** @description Becomes the emergency’s description. */
+        summary: string;
+        /** @description The affected system; kept as the emergency’s source (first 128 characters). */
+        source: string;
+        /** @enum {string} */
+        severity: 'critical' | 'error' | 'warning' | 'info';
+        /** @description ISO 8601, e.g. 2015-07-17T08:42:58.315+0000: becomes occurredAt (default: now). */
+        timestamp?: string;
+        component?: string;
+        group?: string;
+        class?: string;
+        /** @description Kept in metadata.pagerduty.custom_details. */
+        custom_details?: unknown;
+      };
+      images?: {
+        src: string;
+        href?: string;
+        alt?: string;
+      }[];
+      links?: {
+        href: string;
+        text?: string;
+      }[];
+      client?: string;
+      client_url?: string;
+    };
+    PagerDutyAccepted: {
+      /** @constant */
+      status: 'success';
+      /** @constant */
+      message: 'Event processed';
+      /** @description The key to send acknowledge and resolve events with. */
+      dedup_key: string;
+    };
+    PagerDutyInvalidEvent: {
+      /** @constant */
+      status: 'invalid event';
+      message: string;
+      errors: string[];
+    };
+    PagerDutyThrottled: {
+      /** @constant */
+      status: 'throttle exceeded';
+      message: string;
     };
     /** @description Server → device: one event, in offset order, no gap. With an acknowledgement deadline, an event the device has not acknowledged half-way to it is sent again (same offset, same bytes): ignore an offset already handled, but ack it again. */
     DeviceEventFrame: {
@@ -6417,6 +6491,222 @@ export interface operations {
            *       "detail": {
            *         "error": "unavailable",
            *         "message": "unavailable (with Retry-After): the database is unavailable, or too many large bodies are being received; retry after the given seconds (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  enqueuePagerDutyEvent: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['PagerDutyEvent'];
+      };
+    };
+    responses: {
+      /** @description OK. */
+      202: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "status": "success",
+           *       "message": "Event processed",
+           *       "dedup_key": "string"
+           *     }
+           */
+          'application/json': components['schemas']['PagerDutyAccepted'];
+        };
+      };
+      /** @description invalid event: a malformed body, a missing or bad field, an unknown or revoked routing key. */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "invalid event: a malformed body, a missing or bad field, an unknown or revoked routing key."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['PagerDutyInvalidEvent'];
+        };
+      };
+      /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "idempotency_key_in_use",
+           *         "message": "a request with this Idempotency-Key is still running."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['PagerDutyInvalidEvent'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds the size limit. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds the size limit."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description idempotency_key_reused: this Idempotency-Key was used for another event. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['PagerDutyInvalidEvent'];
+        };
+      };
+      /** @description throttle exceeded: the rate limit of the integration key, or failed routing keys from this address; see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "throttle exceeded: the rate limit of the integration key, or failed routing keys from this address; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['PagerDutyThrottled'];
+        };
+      };
+      /** @description internal: the outcome is unknown; send the event again (with the same dedup_key it changes nothing twice). */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome is unknown; send the event again (with the same dedup_key it changes nothing twice)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After. */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After."
            *       }
            *     }
            */

@@ -11,7 +11,7 @@ export type AdminSubject = { type: 'instance' } | { type: 'partner' | 'enterpris
  * beneath its subject), or the operator at the admin CLI (the whole instance).
  */
 export type Principal =
-  | { kind: 'admin_key'; keyId: string; keyName: string; subject: AdminSubject }
+  | { kind: 'admin_key'; keyId: string; keyName: string; subject: AdminSubject; integration?: IntegrationActor }
   | {
       kind: 'api_key';
       keyId: string;
@@ -25,6 +25,8 @@ export type Principal =
       permissions: ReadonlySet<Permission>;
       /** Set when the key's holder lent it to an OAuth client (the tool server's sign-in): the client acts with the key's reach. */
       oauth?: OAuthActor;
+      /** Set when a monitoring integration acts: through the key (Alertmanager) or with a routing key of its own (PagerDuty). */
+      integration?: IntegrationActor;
     }
   | { kind: 'operator'; name: string };
 
@@ -38,6 +40,14 @@ export interface OAuthActor {
   grantId: string;
   /** The resource (the /mcp URL) its tokens are bound to. */
   resource: string;
+}
+
+/** A monitoring system sending alerts in (extensions §12): the audit log names it as the actor. */
+export interface IntegrationActor {
+  kind: 'alertmanager' | 'pagerduty';
+  /** The routing key's id (PagerDuty), or the receiver's name as Alertmanager sends it. */
+  id: string;
+  name: string;
 }
 
 /** The caller of one operation, with the request id that ties logs and audit entries together. */

@@ -18,6 +18,11 @@ export function principalActor(principal: Principal): { type: string; id: string
   if (principal.kind === 'api_key' && principal.oauth) {
     return { type: 'oauth_client', id: principal.oauth.clientId, name: principal.oauth.clientName, keyId: principal.keyId };
   }
+  // A monitoring integration is named as itself; through an API key (Alertmanager), with that key.
+  if (principal.integration) {
+    const { kind, id, name } = principal.integration;
+    return { type: 'integration', id: `${kind}:${id}`, name, keyId: kind === 'pagerduty' ? null : principal.keyId };
+  }
   return { type: principal.kind, id: principal.keyId, name: principal.keyName, keyId: null };
 }
 

@@ -9,11 +9,16 @@ export const auditLogEntry = z
     eventCategory: z.string().describe('emergency, message, api_key, webhook, device or org'),
     eventType: z.string().describe('e.g. emergency.declared'),
     actor: z.object({
-      type: z.string().describe('api_key, admin_key, operator, or oauth_client (a tool server client acting with the key a person approved it with)'),
+      type: z
+        .string()
+        .describe(
+          'api_key, admin_key, operator, oauth_client (a tool server client acting with the key a person approved it with), or ' +
+            'integration (a monitoring system: id alertmanager:<receiver> or pagerduty:<integration key id>)',
+        ),
       id: z.string(),
       name: z.string().nullable(),
       clientId: z.string().optional().describe('oauth_client only: the OAuth client id.'),
-      keyId: z.string().optional().describe('oauth_client only: the API key its grant was approved with.'),
+      keyId: z.string().optional().describe('oauth_client: the API key its grant was approved with; integration (Alertmanager): the API key it sent.'),
     }),
     resource: z.object({ type: z.string(), id: z.string() }),
     requestId: z.string().nullable(),

@@ -36,7 +36,9 @@ export async function listAuditLogs(ctx: AppContext, caller: Caller, orgId: stri
       actor:
         r.actor_key_id === null
           ? { type: r.actor_type, id: r.actor_id, name: r.actor_name }
-          : { type: r.actor_type, id: r.actor_id, name: r.actor_name, clientId: r.actor_id, keyId: r.actor_key_id },
+          : r.actor_type === 'oauth_client'
+            ? { type: r.actor_type, id: r.actor_id, name: r.actor_name, clientId: r.actor_id, keyId: r.actor_key_id }
+            : { type: r.actor_type, id: r.actor_id, name: r.actor_name, keyId: r.actor_key_id },
       resource: { type: r.resource_type, id: r.resource_id },
       requestId: r.request_id,
       details: fromJson<Record<string, unknown>>(r.details),

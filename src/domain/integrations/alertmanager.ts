@@ -4,16 +4,15 @@ import { inTransaction } from '../../db/connect.js';
 import type { WriteOptions } from '../../db/unit-of-work.js';
 import { authorize } from '../access/authorize.js';
 import type { Caller } from '../access/principal.js';
-import { findCategory } from '../categories/repo.js';
+import { asIntegration } from './actor.js';
 import type { DeclareInput } from '../emergencies/schema.js';
 import { declareEmergency, resolveEmergency } from '../emergencies/service.js';
 import { isoTimestampInput } from '../shared/schema.js';
 import { AppError } from '../../errors.js';
+import { categoryForAlert } from './category-mapping.js';
 
 /** Alerts one notification may carry; Alertmanager groups stay far below it. */
 export const ALERTMANAGER_MAX_ALERTS = 1_000;
-/** The label whose value picks the category (matched to category names, case-insensitively). */
-export const DEFAULT_CATEGORY_LABEL = 'severity';
 /** The part of an emergency's metadata the alert's labels and annotations may take (the whole is at most 16 KiB). */
 const METADATA_BUDGET_BYTES = 12 * 1024;
 
@@ -97,11 +96,10 @@ function metadataOf(payload: AlertmanagerPayload, alert: AlertmanagerAlert): Rec
 
 async function declareOf(ctx: AppContext, orgId: string, payload: AlertmanagerPayload, alert: AlertmanagerAlert, externalId: string): Promise<DeclareInput> {
   const description = alert.annotations.summary || alert.annotations.description || alert.labels.alertname || 'Alertmanager alert';
-  const value = alert.labels[DEFAULT_CATEGORY_LABEL];
-  const category = value ? await findCategory(ctx.db.db, orgId, { categoryName: value.slice(0, 128) }) : undefined;
+  const categoryId = await categoryForAlert(ctx.db.db, orgId, 'alertmanager', (label) => alert.labels[label]);
   return {
     externalId,
-    ...(category ? { categoryId: category.id } : {}),
+    ...(categoryId ? { categoryId } : {}),
     source: 'alertmanager',
     description: clip(description, 4000),
     occurredAt: alert.startsAt,
@@ -123,6 +121,7 @@ export async function receiveAlertmanager(
   write: WriteOptions = {},
 ): Promise<AlertmanagerResult> {
   const org = await authorize(ctx, caller, orgId, 'emergencies:write');
+  caller = asIntegration(caller, { kind: 'alertmanager', id: clip(payload.receiver, 256), name: clip(payload.receiver || 'Alertmanager', 256) });
   const result: AlertmanagerResult = { declared: 0, resolved: 0, unchanged: 0 };
   for (const alert of payload.alerts) {
     const known = await emergenciesOf(ctx, org.id, alert.fingerprint);

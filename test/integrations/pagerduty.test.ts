@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createAdminKey } from '../../src/domain/admin-keys/service.js';
 import { runCli } from '../helpers/cli.js';
@@ -207,6 +208,44 @@ describe('PagerDuty Events v2 ingest', () => {
       assert.equal(res.status, 400);
       assert.deepEqual(res.body.errors, ['Invalid routing key']);
     }
+  });
+
+  it("fuzzed events get PagerDuty's answer shapes and never a 5xx", async () => {
+    const text = fc.oneof(
+      fc.string({ maxLength: 30 }),
+      fc.string({ unit: 'binary', maxLength: 30 }),
+      fc.constantFrom('', '\u0000', '\ud800', '💥', "' OR 1=1 --", 'x'.repeat(2000), '2015-07-17T08:42:58.315+0000', '0000-01-01T00:00:00Z'),
+    );
+    const value = fc.oneof(text, fc.jsonValue({ maxDepth: 3 }), fc.constant(undefined));
+    const event = fc.record(
+      {
+        routing_key: fc.oneof(fc.constant(routingKey), fc.constant(routingKey), text),
+        event_action: fc.oneof(fc.constantFrom('trigger', 'acknowledge', 'resolve'), text),
+        dedup_key: fc.oneof(fc.constantFrom('fuzz-1', 'fuzz-2'), text),
+        payload: fc.oneof(
+          fc.record(
+            { summary: value, source: value, severity: fc.oneof(fc.constantFrom('critical', 'info'), text), timestamp: value, custom_details: value },
+            { requiredKeys: [] },
+          ),
+          value,
+        ),
+        links: value,
+        images: value,
+        client: value,
+      },
+      { requiredKeys: [] },
+    );
+    const statuses = new Map<number, number>();
+    await fc.assert(
+      fc.asyncProperty(event, async (body) => {
+        const res = await enqueue(body);
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        assert.ok([202, 400, 429].includes(res.status), `${res.status} ${JSON.stringify(res.body).slice(0, 200)}`);
+        assert.equal(res.body.status, res.status === 202 ? 'success' : res.status === 400 ? 'invalid event' : 'throttle exceeded');
+      }),
+      { numRuns: 400 },
+    );
+    assert.ok((statuses.get(202) ?? 0) > 0 && (statuses.get(400) ?? 0) > 0, JSON.stringify([...statuses]));
   });
 
   it('the admin CLI mints, lists and revokes integration keys and sets the mapping, over the admin API', async () => {

@@ -15,6 +15,7 @@ import * as capMappings from './0014_cap_mappings.js';
 import * as ackWatch from './0016_ack_watch.js';
 import * as connectionQuotas from './0015_connection_quotas.js';
 import * as oauth from './0017_oauth.js';
+import * as capRelay from './0019_cap_relay.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '0015_connection_quotas': connectionQuotas,
   '0016_ack_watch': ackWatch,
   '0017_oauth': oauth,
+  '0019_cap_relay': capRelay,
 };

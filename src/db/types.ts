@@ -338,6 +338,15 @@ export interface DeliveryWorkerTable {
   started_at: string;
   heartbeat_at: string;
 }
+/** An ingested CAP message as received (UTF-8 text, at most the ingest limit), relayed by its emergency's export. */
+export interface CapOriginalTable {
+  org_id: string;
+  sender: string;
+  identifier: string;
+  document: string;
+  created_at: string;
+}
+
 export interface Database {
   partners: PartnerTable;
   enterprises: EnterpriseTable;
@@ -364,6 +373,7 @@ export interface Database {
   delivery_workers: DeliveryWorkerTable;
   ack_deadlines: AckDeadlineTable;
   cap_event_mappings: CapEventMappingTable;
+  cap_originals: CapOriginalTable;
   org_connection_quotas: OrgConnectionQuotaTable;
   partner_connection_quotas: PartnerConnectionQuotaTable;
   oauth_clients: OAuthClientTable;

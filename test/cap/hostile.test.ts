@@ -210,6 +210,13 @@ describe('CAP ingest under hostile XML', () => {
     assert.ok(grown < 64 * 1024 * 1024, `the process grew by ${(grown / 1024 / 1024).toFixed(1)} MiB`);
     const records = await server.ctx.db.db.selectFrom('emergencies').select('record').where('org_id', '=', org.orgId).execute();
     assert.ok(!records.some((r) => r.record?.includes(secret) || r.record?.includes('root:')));
+    // A refused alert's document is never kept for the relay either: only the accepted one (schema locations) is.
+    const kept = await server.ctx.db.db.selectFrom('cap_originals').select(['identifier', 'document']).where('org_id', '=', org.orgId).execute();
+    assert.deepEqual(
+      kept.map((r) => r.identifier),
+      ['schema-location'],
+    );
+    assert.ok(!kept.some((r) => r.document.includes(secret) || r.document.includes('<!')));
     assert.deepEqual(hits, []);
   });
 });

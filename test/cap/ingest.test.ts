@@ -52,7 +52,7 @@ describe('CAP ingest', () => {
   });
   after(() => server.close());
 
-  it('A.1: an Alert declares under the mapped category, with externalId sender,identifier and its text; it exports round-trip', async () => {
+  it('A.1: an Alert declares under the mapped category, with externalId sender,identifier and its text; it exports as sent', async () => {
     const res = await post(example('a1-homeland-security-advisory'));
     assert.equal(res.status, 201, JSON.stringify(res.body));
     const e = res.body;
@@ -69,17 +69,28 @@ describe('CAP ingest', () => {
       identifier: '43b080713727',
       sent: '2003-04-02T14:39:01-05:00',
       event: 'Homeland Security Advisory System Update',
+      messages: [{ msgType: 'Alert', sender: 'hsas@dhs.gov', identifier: '43b080713727', sent: '2003-04-02T14:39:01-05:00', sequence: 1 }],
     });
     assert.deepEqual((await api.get(`/orgs/${org.orgId}/emergencies/${e.emergencyId}`)).body, e);
 
     const exported = await getXml(`${server.base}/orgs/${org.orgId}/emergencies/${e.emergencyId}/cap`, key);
     assertValidCap(exported.text, 'an ingested Alert, exported');
     const cap = capView(exported.text);
+    // The relay (extensions §12): the alert's own event, category, severity and scope, under the service's identifier and sender.
     assert.deepEqual(
-      [cap.msgType, cap.sender, cap.identifier, cap.references, cap.event, cap.category, cap.severity],
-      ['Alert', `urn:uuid:${org.orgId}`, `${e.emergencyId}.1`, 'hsas@dhs.gov,43b080713727,2003-04-02T14:39:01-05:00', 'Lockdown', 'Security', 'Extreme'],
+      [cap.msgType, cap.scope, cap.sender, cap.identifier, cap.references, cap.event, cap.category, cap.severity],
+      [
+        'Alert',
+        'Public',
+        `urn:uuid:${org.orgId}`,
+        `${e.emergencyId}.1`,
+        'hsas@dhs.gov,43b080713727,2003-04-02T14:39:01-05:00',
+        'Homeland Security Advisory System Update',
+        'Security',
+        'Severe',
+      ],
     );
-    assert.equal(cap.description, e.description);
+    assert.equal(cap.description, capView(example('a1-homeland-security-advisory')).description);
   });
 
   it('A.1 again: a repeated Alert is a 409 external_id_conflict naming the emergency, like a repeated externalId', async () => {
@@ -127,7 +138,7 @@ describe('CAP ingest', () => {
     assert.equal(late.body.detail.error, 'emergency_resolved');
   });
 
-  it('A.3: the Update, after the Alert it references, re-categorizes that emergency; the export names both messages', async () => {
+  it('A.3: the Update, after the Alert it references, re-categorizes that emergency; the export relays it and names every message', async () => {
     const alert = await post(earthquakeAlert());
     assert.equal(alert.status, 201, JSON.stringify(alert.body));
     assert.equal(alert.body.category.name, 'Uncategorized');
@@ -145,10 +156,16 @@ describe('CAP ingest', () => {
     assert.equal(cap.msgType, 'Update');
     assert.equal(cap.event, 'Earthquake');
     assert.equal(cap.category, 'Geo');
-    const [origin, ownAlert] = cap.references!.split(' ');
+    assert.deepEqual([cap.urgency, cap.severity], ['Past', 'Minor']);
+    const [origin, update2, ownAlert] = cap.references!.split(' ');
     assert.equal(origin, 'trinet@caltech.edu,TRI13970876.1,2003-06-11T20:30:00-07:00');
+    assert.equal(update2, 'trinet@caltech.edu,TRI13970876.2,2003-06-11T20:56:00-07:00');
     assert.match(ownAlert!, new RegExp(`^urn:uuid:${org.orgId},${alert.body.emergencyId}\\.1,`));
     assert.equal(cap.circle, '32.9525,-115.5527 0');
+    assert.deepEqual(
+      update.body.metadata.cap.messages.map((m: { identifier: string }) => m.identifier),
+      ['TRI13970876.1', 'TRI13970876.2'],
+    );
   });
 
   it('A.4: of a multilingual alert, the info whose event the org maps decides the category', async () => {

@@ -368,7 +368,7 @@ export interface paths {
     };
     /**
      * The emergency's latest state as one CAP 1.2 alert (permission: emergencies:read).
-     * @description msgType Alert (declared), Update (re-categorized) or Cancel (resolved), status Actual, scope Private. Each transition is one message: identifier `<emergencyId>.<sequence>` (the declare is `.1`), sender `urn:uuid:<orgId>`, `references` naming the earlier messages (and, for an ingested alert, the message it came from). The info's category, severity and area follow the mapping of docs/cap.md. Valid by the official CAP 1.2 schema.
+     * @description msgType Alert (declared), Update (re-categorized) or Cancel (resolved), status Actual, scope Private. Each transition is one message: identifier `<emergencyId>.<sequence>` (the declare is `.1`), sender `urn:uuid:<orgId>`, `references` naming the earlier messages. The info's category, severity and area follow the mapping of docs/cap.md. An emergency that came from an ingested CAP alert is relayed instead: its latest ingested message as it was sent (every alert element and info block), with only identifier, sender and sent re-issued and `references` naming the original, what it referenced and every ingested message. Valid by the official CAP 1.2 schema.
      */
     get: operations['getEmergencyCap'];
     put?: never;

@@ -16,6 +16,7 @@ import * as ackWatch from './0016_ack_watch.js';
 import * as connectionQuotas from './0015_connection_quotas.js';
 import * as oauth from './0017_oauth.js';
 import * as integrations from './0018_integrations.js';
+import * as capRelay from './0019_cap_relay.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0016_ack_watch': ackWatch,
   '0017_oauth': oauth,
   '0018_integrations': integrations,
+  '0019_cap_relay': capRelay,
 };

@@ -3,6 +3,7 @@ import { offloadTask } from '../../offload/pool.js';
 import type { EmergencyRecord } from '../emergencies/schema.js';
 import { atomFeed, type CapLinks } from './atom-feed.js';
 import { currentAlert } from './messages.js';
+import { originalElementsOf } from './relay-alert.js';
 import type { CapTransition, EmergencyForCap } from './repo.js';
 import { capDocument } from './write-alert.js';
 
@@ -15,11 +16,14 @@ export interface AlertSource {
   row: EmergencyForCap;
   transitions: CapTransition[];
   orgName: string;
+  /** The kept document of the emergency's latest ingested message, which the alert relays; null when there is none. */
+  original: string | null;
 }
 
 /** One emergency's latest state as a CAP alert document. */
-export function alertDocument({ row, transitions, orgName }: AlertSource): string {
-  return capDocument(currentAlert(JSON.parse(row.record) as EmergencyRecord, row, transitions, orgName));
+export async function alertDocument({ row, transitions, orgName, original }: AlertSource): Promise<string> {
+  const elements = original === null ? null : await originalElementsOf(original);
+  return capDocument(currentAlert(JSON.parse(row.record) as EmergencyRecord, row, transitions, orgName, elements));
 }
 
 export interface FeedSource {
@@ -28,17 +32,22 @@ export interface FeedSource {
   /** Each row's transitions, by emergency id. */
   transitions: Map<string, CapTransition[]>;
   links: CapLinks;
+  /** The kept documents the entries relay, by emergency id (see AlertSource). */
+  originals: Map<string, string>;
   /** ISO-8601: the feed's `updated` when it has no entry. */
   now: string;
 }
 
 /** The organization's Atom feed of the given emergencies, in their order, as UTF-8 (moved to the main thread, not copied). */
-export function feedDocument(source: FeedSource): Uint8Array {
-  const entries = source.rows.map((row) => {
+export async function feedDocument(source: FeedSource): Promise<Uint8Array> {
+  const entries = [];
+  for (const row of source.rows) {
     const emergency = JSON.parse(row.record) as EmergencyRecord;
-    const alert = currentAlert(emergency, row, source.transitions.get(row.id) ?? [], source.org.name);
-    return { emergency, alert, updated: new Date(alert.sent).toISOString() };
-  });
+    const original = source.originals.get(row.id);
+    const elements = original === undefined ? null : await originalElementsOf(original);
+    const alert = currentAlert(emergency, row, source.transitions.get(row.id) ?? [], source.org.name, elements);
+    entries.push({ emergency, alert, updated: new Date(alert.sent).toISOString() });
+  }
   const bytes = Buffer.from(atomFeed(source.org, entries, source.links, source.now), 'utf8');
   return withBuffers(bytes, [bytes]);
 }

@@ -20,6 +20,9 @@ import { alertDocumentTask, feedDocumentTask } from './documents.js';
 import { feedCacheOf } from './feed-cache.js';
 import { capSenderOf, emergencyIdOfIdentifier } from './messages.js';
 import { type CapReference, type IncomingAlert, type IncomingInfo, readCapAlertTask } from './read-alert.js';
+import { dropOriginals, keepOriginal, type MessageKey } from './originals.js';
+import { relayedOriginals } from './relay-source.js';
+import { type IngestedMsgType, ingestedMessagesOf, metadataWithMessage } from './chain.js';
 import { emergenciesForFeed, emergencyForCap, feedStamp, mappingsByKey, mappingsOf, orgName, referencedEmergencies, transitionsOf } from './repo.js';
 import { capEventKey, capMappingInput, type CapMappingRecord, MAX_CAP_MAPPINGS } from './schema.js';
 
@@ -27,6 +30,8 @@ import { capEventKey, capMappingInput, type CapMappingRecord, MAX_CAP_MAPPINGS }
 export const FEED_MAX_ENTRIES = 500;
 /** Resolved emergencies stay in the feed this long after their resolution was recorded. */
 export const FEED_RESOLVED_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** The feed relays at most this many characters of ingested documents in all (see relayedOriginals). */
+export const FEED_RELAY_BUDGET = 8 * 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------------------------------------------
 // Export
@@ -37,7 +42,8 @@ export async function emergencyCapDocument(ctx: AppContext, caller: Caller, orgI
   const row = isUuid(emergencyId) ? await emergencyForCap(ctx.db.db, org.id, emergencyId.toLowerCase()) : undefined;
   if (!row) throw emergencyNotFound(emergencyId);
   const transitions = await transitionsOf(ctx.db.db, org.id, [row.id]);
-  const source = { row, transitions: transitions.get(row.id) ?? [], orgName: await orgName(ctx.db.db, org.id) };
+  const original = (await relayedOriginals(ctx.db.db, org.id, [row])).get(row.id) ?? null;
+  const source = { row, transitions: transitions.get(row.id) ?? [], orgName: await orgName(ctx.db.db, org.id), original };
   return ctx.offload.run(callerKey(caller), alertDocumentTask, source);
 }
 
@@ -57,8 +63,9 @@ export async function capFeedDocument(ctx: AppContext, caller: Caller, orgId: st
       org.id,
       rows.map((r) => r.id),
     );
+    const originals = await relayedOriginals(db, org.id, rows, FEED_RELAY_BUDGET);
     const leaves = rows.filter((r) => r.resolved_at !== null).map((r) => Date.parse(r.resolved_at!) + FEED_RESOLVED_WINDOW_MS);
-    const source = { org: { id: org.id, name: stamp.name }, rows, transitions, links, now: new Date(now).toISOString() };
+    const source = { org: { id: org.id, name: stamp.name }, rows, transitions, links, originals, now: new Date(now).toISOString() };
     const xml = await ctx.offload.run(callerKey(caller), feedDocumentTask, source);
     return { xml, validUntil: Math.min(Number.POSITIVE_INFINITY, ...leaves) };
   });
@@ -92,32 +99,73 @@ export async function ingestCapAlert(ctx: AppContext, caller: Caller, orgId: str
   const { info, categoryId } = await mappedInfo(ctx, org.id, alert.infos);
   const actor = { id: alert.sender.slice(0, 256), name: (info?.senderName || alert.sender).slice(0, 256) };
   const sent = isoOfSent(alert.sent);
-  switch (alert.msgType) {
-    case 'Alert': {
-      const emergency = await declareEmergency(ctx, caller, org.id, declareInputOf(alert, info, categoryId, actor, sent), write);
-      return { emergency, status: 201 };
-    }
-    case 'Update': {
-      const emergencyId = await referencedEmergencyId(ctx, org.id, alert.references);
-      const category = categoryId ?? (await findCategory(ctx.db.db, org.id, {}))!.id;
-      return { emergency: await recategorizeEmergency(ctx, caller, org.id, emergencyId, { categoryId: category }, write), status: 200 };
-    }
-    case 'Cancel': {
-      const emergencyId = await referencedEmergencyId(ctx, org.id, alert.references);
-      const note = clip(alert.note || info?.description || null, 4000);
-      const { emergency, created } = await resolveEmergency(
-        ctx,
-        caller,
-        org.id,
-        emergencyId,
-        { resolvedBy: actor, resolvedAt: sent, ...(note ? { resolutionNote: note } : {}) },
-        write,
-      );
-      return { emergency, status: created ? 201 : 200 };
-    }
-    default:
-      throw fieldError(['body', 'msgType'], `msgType ${alert.msgType} is not accepted: send Alert, Update or Cancel`, 'cap_msgtype_unsupported');
+  if (!isIngestible(alert.msgType)) {
+    throw fieldError(['body', 'msgType'], `msgType ${alert.msgType} is not accepted: send Alert, Update or Cancel`, 'cap_msgtype_unsupported');
   }
+  const msgType: IngestedMsgType = alert.msgType;
+  // Refused before its document is kept: an Alert's sender and identifier must fit the externalId, an Update or Cancel must
+  // name an emergency of the org.
+  const declareInput = msgType === 'Alert' ? declareInputOf(alert, info, categoryId, actor, sent) : null;
+  const emergencyId = msgType === 'Alert' ? null : await referencedEmergencyId(ctx, org.id, alert.references);
+  const key = { sender: alert.sender, identifier: alert.identifier };
+  if (emergencyId !== null) {
+    // A repeated Update or Cancel (a retry) is answered with the emergency as it is, rather than made a second transition.
+    const repeated = await emergencyNamingMessage(ctx, org.id, emergencyId, key);
+    if (repeated) return { emergency: repeated, status: 200 };
+  }
+  const kept = await keepOriginal(ctx.db.db, org.id, key, text);
+  const named = (sequence: number) => ({ msgType, sender: alert.sender, identifier: alert.identifier, sent: alert.sent, sequence });
+  const metadataAt = (current: EmergencyRecord['metadata'], sequence: number) =>
+    metadataWithMessage(current, named(sequence), info ? clip(info.event, 256) : null);
+  let result: IngestResult;
+  try {
+    if (declareInput) {
+      result = { emergency: await declareEmergency(ctx, caller, org.id, { ...declareInput, metadata: metadataAt(null, 1) }, write), status: 201 };
+    } else if (msgType === 'Update') {
+      const category = categoryId ?? (await findCategory(ctx.db.db, org.id, {}))!.id;
+      result = { emergency: await recategorizeEmergency(ctx, caller, org.id, emergencyId!, { categoryId: category, metadataAt }, write), status: 200 };
+    } else {
+      const note = clip(alert.note || info?.description || null, 4000);
+      const resolveInput = { resolvedBy: actor, resolvedAt: sent, ...(note ? { resolutionNote: note } : {}), metadataAt };
+      const { emergency, created } = await resolveEmergency(ctx, caller, org.id, emergencyId!, resolveInput, write);
+      result = { emergency, status: created ? 201 : 200 };
+    }
+  } catch (err) {
+    // A repeated Alert is refused because the emergency it declared exists: the kept document is that emergency's.
+    if (kept && !(err instanceof AppError && err.code === 'external_id_conflict')) await dropOriginals(ctx.db.db, org.id, [key]);
+    throw err;
+  }
+  await settleChain(ctx, org.id, result.emergency, key, kept);
+  return result;
+}
+
+function isIngestible(msgType: string): msgType is IngestedMsgType {
+  return msgType === 'Alert' || msgType === 'Update' || msgType === 'Cancel';
+}
+
+/** The emergency when its chain names the message already; undefined otherwise. */
+async function emergencyNamingMessage(ctx: AppContext, orgId: string, emergencyId: string, key: MessageKey): Promise<EmergencyRecord | undefined> {
+  const row = await emergencyForCap(ctx.db.db, orgId, emergencyId);
+  if (!row) return undefined;
+  const emergency = JSON.parse(row.record) as EmergencyRecord;
+  return ingestedMessagesOf(emergency).some((m) => m.sender === key.sender && m.identifier === key.identifier) ? emergency : undefined;
+}
+
+/**
+ * After an ingested message's transition: a message the emergency does not name (a Cancel of an emergency resolved before) has
+ * its document removed, and once the emergency names a new message, the documents of its earlier messages are, since the export
+ * relays the latest only.
+ */
+async function settleChain(ctx: AppContext, orgId: string, emergency: EmergencyRecord, key: MessageKey, kept: boolean): Promise<void> {
+  const chain = ingestedMessagesOf(emergency);
+  const latest = chain.at(-1);
+  const isKey = (m: MessageKey) => m.sender === key.sender && m.identifier === key.identifier;
+  if (!latest || !isKey(latest)) {
+    if (kept && !chain.some(isKey)) await dropOriginals(ctx.db.db, orgId, [key]);
+    return;
+  }
+  const earlier = chain.slice(0, -1).filter((m) => !isKey(m));
+  await dropOriginals(ctx.db.db, orgId, earlier);
 }
 
 /** The `info` that decides the category (the first whose event the org maps, else the first) and the category it maps to. */
@@ -148,9 +196,6 @@ function declareInputOf(
     ...(description ? { description } : {}),
     occurredAt: sent,
     ...(location ? { location } : {}),
-    metadata: {
-      cap: { sender: alert.sender, identifier: alert.identifier, sent: alert.sent, ...(info ? { event: clip(info.event, 256) } : {}) },
-    },
     declaredBy: actor,
   };
 }

@@ -2,10 +2,15 @@ import { create } from 'xmlbuilder2';
 import type { XMLBuilder } from 'xmlbuilder2/lib/interfaces.js';
 import { CAP_NAMESPACE } from './cap-schema.js';
 import type { CapArea, CapCategory, CapSeverity } from './export-mapping.js';
+import { appendRelayedAlert, type RelayedAlert } from './relay-alert.js';
+import { literal, XML_OPTIONS } from './xml-text.js';
 
 export type CapMsgType = 'Alert' | 'Update' | 'Cancel';
 
-/** A CAP 1.2 alert the service publishes: one `info`, in the elements' schema order. */
+/**
+ * A CAP 1.2 alert the service publishes: one `info`, in the elements' schema order, from the emergency; or, for an ingested
+ * emergency whose message is kept, `relay`, which is what is written instead (the rest still titles the feed's entry).
+ */
 export interface OutgoingAlert {
   identifier: string;
   sender: string;
@@ -28,18 +33,10 @@ export interface OutgoingAlert {
     parameters: [string, string][];
     area: CapArea | null;
   };
+  relay: RelayedAlert | null;
 }
 
-/** Options of every document the service builds: text that XML cannot carry (control characters) becomes U+FFFD. */
-export const XML_OPTIONS = { version: '1.0', encoding: 'UTF-8', invalidCharReplacement: '\uFFFD' } as const;
-
-/**
- * Text or an attribute value for xmlbuilder2, which writes an `&name;` or `&#n;` it finds in them as an entity reference: each
- * `&` becomes `&amp;` first, so the text always stands for itself and no input can name an entity.
- */
-export function literal(text: string): string {
-  return text.replace(/&/g, '&amp;');
-}
+export { literal, XML_OPTIONS };
 
 /** The alert as a document of its own (application/cap+xml). */
 export function capDocument(alert: OutgoingAlert): string {
@@ -50,6 +47,10 @@ export function capDocument(alert: OutgoingAlert): string {
 
 /** Adds the `alert` element (in the CAP namespace) under `parent`: the document itself, or an Atom entry's content. */
 export function appendAlert(parent: XMLBuilder, alert: OutgoingAlert): void {
+  if (alert.relay) {
+    appendRelayedAlert(parent, alert.relay);
+    return;
+  }
   const root = parent.ele(CAP_NAMESPACE, 'alert');
   const text = (node: XMLBuilder, name: string, value: string | null) => {
     if (value !== null) node.ele(name).txt(literal(value));

@@ -202,13 +202,25 @@ export async function listEmergencies(ctx: AppContext, caller: Caller, orgId: st
   return JSON.parse(await listEmergenciesJson(ctx, caller, orgId, params)) as Page<EmergencyRecord>;
 }
 
-/** Moves the emergency to `categorized`; naming the category it already has while categorized changes and emits nothing. */
+/**
+ * What a service of another concept may add to a transition, written in its unit of work: ingested CAP messages are named in
+ * the record's metadata by the event they became.
+ */
+export interface TransitionExtras {
+  /** The record's metadata after the transition, from its current metadata and the transition's sequence. */
+  metadataAt?: (current: EmergencyRecord['metadata'], sequence: number) => EmergencyRecord['metadata'];
+}
+
+/**
+ * Moves the emergency to `categorized`; naming the category it already has while categorized changes and emits nothing, unless
+ * the metadata changes with it (an ingested CAP Update is a new message even when its category is the same).
+ */
 export async function recategorizeEmergency(
   ctx: AppContext,
   caller: Caller,
   orgId: string,
   emergencyId: string,
-  input: RecategorizeInput,
+  input: RecategorizeInput & TransitionExtras,
   write: WriteOptions = {},
 ): Promise<EmergencyRecord> {
   await authorize(ctx, caller, orgId, 'emergencies:write');
@@ -220,12 +232,13 @@ export async function recategorizeEmergency(
       });
     }
     const category = await resolveCategory(tx, orgId, input);
-    if (row.status === 'categorized' && row.category_id === category.id) return current;
+    if (row.status === 'categorized' && row.category_id === category.id && !input.metadataAt) return current;
     const sequence = row.sequence + 1;
     const emergency: EmergencyRecord = {
       ...current,
       status: 'categorized',
       category: { id: category.id, name: category.name, color: category.color, severity: category.severity },
+      ...(input.metadataAt ? { metadata: input.metadataAt(current.metadata, sequence) } : {}),
     };
     const change = { emergency, recordJson: JSON.stringify(emergency), at: nowIso(), ackDeadline: await ackDeadlineFor(tx.db, orgId, category) };
     tx.emergencies.update(orgId, row.id, { status: 'categorized', category_id: category.id, sequence, updated_at: change.at, record: change.recordJson });
@@ -247,7 +260,7 @@ export async function resolveEmergency(
   caller: Caller,
   orgId: string,
   emergencyId: string,
-  input: ResolveInput,
+  input: ResolveInput & TransitionExtras,
   write: WriteOptions = {},
 ): Promise<{ emergency: EmergencyRecord; created: boolean }> {
   await authorize(ctx, caller, orgId, 'emergencies:write');
@@ -277,6 +290,7 @@ export async function resolveEmergency(
       resolvedAt,
       resolvedBy,
       resolutionNote: input.resolutionNote ?? null,
+      ...(input.metadataAt ? { metadata: input.metadataAt(current.metadata, sequence) } : {}),
     };
     const category = await resolveCategory(tx, orgId, { categoryId: row.category_id });
     const change = { emergency, recordJson: JSON.stringify(emergency), at: now, ackDeadline: await ackDeadlineFor(tx.db, orgId, category) };

@@ -1130,9 +1130,9 @@ export interface components {
   headers: {
     /** @description The request id: the one sent, when valid, else a new one. Also in the logs and the audit log. */
     XRequestId: string;
-    /** @description Requests per second this key's bucket allows (bursts up to twice as many). */
+    /** @description The capacity of this key's token bucket on this instance: the burst, twice RATE_LIMIT_PER_KEY (requests a full bucket allows at once); the bucket refills at RATE_LIMIT_PER_KEY requests per second. */
     RateLimitLimit: number;
-    /** @description Requests left in the bucket now. */
+    /** @description Requests left in the bucket now (whole tokens). */
     RateLimitRemaining: number;
     /** @description Seconds until the bucket is full again. */
     RateLimitReset: number;
@@ -1183,6 +1183,24 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description not_acceptable: the Accept header excludes application/json. */
       406: {
         headers: {
@@ -1195,6 +1213,42 @@ export interface operations {
            *       "detail": {
            *         "error": "not_acceptable",
            *         "message": "the Accept header excludes application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1247,6 +1301,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -1281,6 +1356,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -1330,6 +1426,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1420,7 +1537,7 @@ export interface operations {
           'application/json': components['schemas']['Partner'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1434,7 +1551,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -1475,6 +1592,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -1566,6 +1704,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1664,6 +1823,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -1725,6 +1905,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -1768,6 +1969,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1861,7 +2083,7 @@ export interface operations {
           'application/json': components['schemas']['Enterprise'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1875,7 +2097,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -1937,6 +2159,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such partner (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2028,6 +2271,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -2127,6 +2391,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -2188,6 +2473,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -2231,6 +2537,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -2325,7 +2652,7 @@ export interface operations {
           'application/json': components['schemas']['OrganizationRecord'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2339,7 +2666,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -2401,6 +2728,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such enterprise (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2498,6 +2846,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -2576,6 +2945,27 @@ export interface operations {
           'application/json': components['schemas']['OrganizationRecord'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -2637,6 +3027,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -2680,6 +3091,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -2779,7 +3211,7 @@ export interface operations {
           'application/json': components['schemas']['OrganizationRecord'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2793,7 +3225,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -2855,6 +3287,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2952,6 +3405,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -3030,6 +3504,27 @@ export interface operations {
           'application/json': components['schemas']['OrgConnectionQuotas'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -3091,6 +3586,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -3134,6 +3650,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3231,7 +3768,7 @@ export interface operations {
           'application/json': components['schemas']['OrgConnectionQuotas'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3245,7 +3782,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -3307,6 +3844,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3404,6 +3962,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -3482,6 +4061,27 @@ export interface operations {
           'application/json': components['schemas']['PartnerConnectionQuotas'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -3543,6 +4143,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -3586,6 +4207,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3683,7 +4325,7 @@ export interface operations {
           'application/json': components['schemas']['PartnerConnectionQuotas'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3697,7 +4339,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -3759,6 +4401,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such partner (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3850,6 +4513,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3956,7 +4640,7 @@ export interface operations {
           'application/json': components['schemas']['Category'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3970,7 +4654,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -4032,6 +4716,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4151,6 +4856,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -4252,7 +4978,7 @@ export interface operations {
           'application/json': components['schemas']['Category'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4266,7 +4992,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -4328,6 +5054,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization or category (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4447,6 +5194,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -4531,6 +5299,27 @@ export interface operations {
           'application/json': components['schemas']['CapMappingList'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -4592,6 +5381,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -4635,6 +5445,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4754,7 +5585,7 @@ export interface operations {
           'application/json': components['schemas']['CapMapping'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4768,7 +5599,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -4830,6 +5661,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4949,6 +5801,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -5030,6 +5903,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -5091,6 +5985,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -5134,6 +6049,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5259,7 +6195,7 @@ export interface operations {
           'application/json': components['schemas']['User'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5273,7 +6209,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -5335,6 +6271,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5454,6 +6411,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -5565,7 +6543,7 @@ export interface operations {
           'application/json': components['schemas']['User'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5579,7 +6557,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -5641,6 +6619,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization or user (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5760,6 +6759,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -5864,6 +6884,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -5898,6 +6939,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5947,6 +7009,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -6071,7 +7154,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6085,7 +7168,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -6147,6 +7230,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such subject (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -6244,6 +7348,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -6335,6 +7460,27 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -6396,6 +7542,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -6439,6 +7606,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -6502,7 +7690,8 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    /** @description Optional: a request without a body (no Content-Type) is the same as `{}`. */
+    requestBody?: {
       content: {
         'application/json': {
           /** @description How long the previous key keeps working (default 24). */
@@ -6547,7 +7736,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6561,7 +7750,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -6623,6 +7812,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "not_found (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -6742,6 +7952,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -6837,6 +8068,27 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -6898,6 +8150,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -6941,6 +8214,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -7042,6 +8336,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -7076,6 +8391,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -7125,6 +8461,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -7233,7 +8590,7 @@ export interface operations {
           'application/json': components['schemas']['AdminKey'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7247,7 +8604,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -7309,6 +8666,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such partner or enterprise (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -7406,6 +8784,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -7492,6 +8891,27 @@ export interface operations {
           'application/json': components['schemas']['AdminKey'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -7553,6 +8973,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -7596,6 +9037,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -7705,6 +9167,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -7739,6 +9222,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -7788,6 +9292,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -7903,7 +9428,7 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7917,7 +9442,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -7979,6 +9504,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such subject (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -8076,6 +9622,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -8166,6 +9733,27 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -8227,6 +9815,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -8270,6 +9879,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -8356,6 +9986,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -8417,6 +10068,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -8460,6 +10132,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -8570,7 +10263,7 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8584,7 +10277,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -8646,6 +10339,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "not_found (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -8737,6 +10451,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -8837,6 +10572,27 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -8898,6 +10654,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -8941,6 +10718,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -9041,6 +10839,27 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -9102,6 +10921,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -9145,6 +10985,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -9241,6 +11102,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -9302,6 +11184,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -9345,6 +11248,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -9439,6 +11363,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -9500,6 +11445,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -9543,6 +11509,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -9644,7 +11631,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9658,7 +11645,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -9720,6 +11707,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "not_found (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -9811,6 +11819,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -9938,6 +11967,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -9999,6 +12049,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -10042,6 +12113,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -10145,6 +12237,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -10206,6 +12319,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -10249,6 +12383,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -10355,7 +12510,7 @@ export interface operations {
               };
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -10369,7 +12524,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -10431,6 +12586,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -10528,6 +12704,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -10612,6 +12809,27 @@ export interface operations {
           'application/json': components['schemas']['Device'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -10673,6 +12891,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -10716,6 +12955,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -10806,6 +13066,27 @@ export interface operations {
           'application/json': components['schemas']['Device'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -10861,6 +13142,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "not_found (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -10932,6 +13234,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -11032,6 +13355,27 @@ export interface operations {
           'application/json': components['schemas']['WhoAmI'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -11066,6 +13410,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -11121,6 +13486,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -11167,3 +13553,6 @@ export interface operations {
     };
   };
 }
+
+/** How the client reads each GET answer that is not JSON (generated from the document's media types). */
+export const responseParsing = {} as const;

@@ -543,6 +543,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'webhook.ping': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * webhook.ping: a test delivery, sent when an admin tests the subscription (POST /webhooks/{id}/test of the admin API).
+     * @description POSTed once to the subscription's URL, whatever its status and event-type filter, signed per Standard Webhooks with its secret like any delivery. Not retried: the answer (status, latency, error) is what the test reports, and it is kept in the subscription's delivery log.
+     */
+    post: operations['webhook_webhook_ping'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'device-stream-frame': {
     parameters: {
       query?: never;
@@ -1197,6 +1217,26 @@ export interface components {
         index: number;
       };
     };
+    /** @description The test delivery of a subscription: not an event of any organization (no orgId, emergencyId or sequence). */
+    WebhookPing: {
+      /**
+       * Format: uuid
+       * @description Unique to this ping; also the webhook-id header.
+       */
+      eventId: string;
+      /** @constant */
+      eventType: 'webhook.ping';
+      apiVersion: string;
+      /** Format: date-time */
+      createdAt: string;
+      data: {
+        /**
+         * Format: uuid
+         * @description The subscription tested.
+         */
+        subscriptionId: string;
+      };
+    };
     /** @description Server → device: one event, in offset order, no gap. With an acknowledgement deadline, an event the device has not acknowledged half-way to it is sent again (same offset, same bytes): ignore an offset already handled, but ack it again. */
     DeviceEventFrame: {
       /** @constant */
@@ -1223,9 +1263,9 @@ export interface components {
   headers: {
     /** @description The request id: the one sent, when valid, else a new one. Also in the logs and the audit log. */
     XRequestId: string;
-    /** @description Requests per second this key's bucket allows (bursts up to twice as many). */
+    /** @description The capacity of this key's token bucket on this instance: the burst, twice RATE_LIMIT_PER_KEY (requests a full bucket allows at once); the bucket refills at RATE_LIMIT_PER_KEY requests per second. */
     RateLimitLimit: number;
-    /** @description Requests left in the bucket now. */
+    /** @description Requests left in the bucket now (whole tokens). */
     RateLimitRemaining: number;
     /** @description Seconds until the bucket is full again. */
     RateLimitReset: number;
@@ -1276,6 +1316,24 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description not_acceptable: the Accept header excludes application/json. */
       406: {
         headers: {
@@ -1288,6 +1346,42 @@ export interface operations {
            *       "detail": {
            *         "error": "not_acceptable",
            *         "message": "the Accept header excludes application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1343,6 +1437,27 @@ export interface operations {
           'application/json': components['schemas']['CategoryPage'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -1377,6 +1492,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -1426,6 +1562,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1555,6 +1712,27 @@ export interface operations {
           'application/json': components['schemas']['EmergencyPage'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -1589,6 +1767,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -1638,6 +1837,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1758,7 +1978,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1772,7 +1992,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -1813,6 +2033,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -1932,6 +2173,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -2040,6 +2302,27 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -2101,6 +2384,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -2144,6 +2448,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -2266,7 +2591,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2280,7 +2605,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -2342,6 +2667,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "emergency_not_found"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2461,6 +2807,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -2521,7 +2888,8 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    /** @description Optional: a request without a body (no Content-Type) is the same as `{}`. */
+    requestBody?: {
       content: {
         'application/json': components['schemas']['ResolveEmergencyRequest'];
       };
@@ -2627,7 +2995,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2641,7 +3009,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -2703,6 +3071,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "emergency_not_found"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2822,6 +3211,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -2923,6 +3333,27 @@ export interface operations {
           'application/json': components['schemas']['UserPage'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -2957,6 +3388,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3006,6 +3458,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3122,6 +3595,27 @@ export interface operations {
           'application/json': components['schemas']['AuditLogPage'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3156,6 +3650,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3205,6 +3720,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3303,6 +3839,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3337,6 +3894,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3386,6 +3964,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3506,6 +4105,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3540,6 +4160,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3610,6 +4251,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3726,6 +4388,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3787,6 +4470,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -3830,6 +4534,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3934,6 +4659,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3968,6 +4714,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4017,6 +4784,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4147,6 +4935,27 @@ export interface operations {
           'application/json': components['schemas']['EmergencyReceipts'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -4208,6 +5017,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -4251,6 +5081,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4317,7 +5168,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description text/event-stream: `id: <offset>` / `event: <eventType>` / `data: <envelope>` blocks. */
+      /** @description `id: <offset>` / `event: <eventType>` / `data: <envelope>` blocks, and `: keep-alive` comments. */
       200: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4327,8 +5178,35 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          /** @example string */
-          'application/json': string;
+          /**
+           * @example : after 41
+           *
+           *     id: 42
+           *     event: emergency.declared
+           *     data: {"eventId":"…"}
+           */
+          'text/event-stream': string;
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
         };
       };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
@@ -4365,6 +5243,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4435,6 +5334,27 @@ export interface operations {
            *       "detail": {
            *         "error": "too_many_streams",
            *         "message": "this key already holds STREAMS_PER_KEY streams on this instance, or the organization or its partner its stream quota (STREAMS_PER_ORG, STREAMS_PER_PARTNER or its own); close one before opening another"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4550,6 +5470,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -4611,6 +5552,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -4654,6 +5616,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4762,7 +5745,7 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4776,7 +5759,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -4838,6 +5821,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "emergency_not_found"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4935,6 +5939,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -5001,7 +6026,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The bytes (image/png, image/jpeg, video/mp4, ...). */
+      /** @description The bytes, served with the media type they were stored as (image/png, image/jpeg, video/mp4, ...). */
       200: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5011,8 +6036,40 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          /** @example string */
-          'application/json': string;
+          'image/jpeg': Blob;
+          'image/png': Blob;
+          'image/gif': Blob;
+          'image/webp': Blob;
+          'image/heic': Blob;
+          'video/mp4': Blob;
+          'video/quicktime': Blob;
+          'video/webm': Blob;
+          'audio/mpeg': Blob;
+          'audio/mp4': Blob;
+          'audio/ogg': Blob;
+          'audio/wav': Blob;
+          'application/pdf': Blob;
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
         };
       };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
@@ -5076,6 +6133,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -5119,6 +6197,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5219,6 +6318,27 @@ export interface operations {
           'application/json': components['schemas']['WhoAmI'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -5253,6 +6373,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5302,6 +6443,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5412,6 +6574,27 @@ export interface operations {
           'application/cap+xml': string;
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -5473,6 +6656,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -5516,6 +6720,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5645,6 +6870,27 @@ export interface operations {
           'application/atom+xml': string;
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -5679,6 +6925,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5728,6 +6995,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5948,7 +7236,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5962,7 +7250,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -6024,6 +7312,27 @@ export interface operations {
            *       "detail": {
            *         "error": "emergency_not_found",
            *         "message": "no emergency of the organization is named by the references of an Update or Cancel."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -6143,6 +7452,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -6228,7 +7558,7 @@ export interface operations {
           'application/json': components['schemas']['AlertmanagerResult'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6242,7 +7572,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (e.g"
            *       }
            *     }
            */
@@ -6283,6 +7613,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -6374,6 +7725,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -6737,6 +8109,53 @@ export interface operations {
       };
     };
   };
+  webhook_webhook_ping: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The eventId: the same for every attempt of one event (deduplicate on it). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks signature(s), `v1,<base64 HMAC-SHA256>` space-separated (two during a secret rotation). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "eventId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e",
+         *       "eventType": "webhook.ping",
+         *       "apiVersion": "1.0.0",
+         *       "createdAt": "2026-11-21T17:44:29.123Z",
+         *       "data": {
+         *         "subscriptionId": "0195f3a8-0000-7000-8000-000000000004"
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['WebhookPing'];
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx): the test reports succeeded. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer, or none within the timeout: the test reports failed; nothing is retried. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
   deviceStreamFrame: {
     parameters: {
       query?: never;
@@ -6773,3 +8192,11 @@ export interface operations {
     };
   };
 }
+
+/** How the client reads each GET answer that is not JSON (generated from the document's media types). */
+export const responseParsing = {
+  '/orgs/{org_id}/stream': 'stream',
+  '/orgs/{org_id}/emergencies/{emergency_id}/attachments/{attachment_id}/content': 'blob',
+  '/orgs/{org_id}/emergencies/{emergency_id}/cap': 'text',
+  '/orgs/{org_id}/cap/feed': 'text',
+} as const;

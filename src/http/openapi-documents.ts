@@ -51,8 +51,8 @@ const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 /** Refusals of the HTTP layer, before or around any route: any operation can get them (docs/api.md, Errors). */
 const TRANSPORT_ERRORS: Record<string, string> = {
   '400':
-    'bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path ' +
-    'with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.)',
+    'bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken ' +
+    'percent-encoding. (A body that is not valid JSON is a 422 json_invalid.)',
   '408': 'request_timeout: the request did not arrive within 30 s.',
   '431': 'headers_too_large: the request line and headers exceed 16 KiB.',
 };

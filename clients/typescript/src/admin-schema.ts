@@ -1183,7 +1183,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1194,7 +1194,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -1301,7 +1301,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1315,7 +1315,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -1537,7 +1537,7 @@ export interface operations {
           'application/json': components['schemas']['Partner'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1551,7 +1551,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -1823,7 +1823,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1837,7 +1837,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2083,7 +2083,7 @@ export interface operations {
           'application/json': components['schemas']['Enterprise'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2097,7 +2097,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2391,7 +2391,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2405,7 +2405,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2652,7 +2652,7 @@ export interface operations {
           'application/json': components['schemas']['OrganizationRecord'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2666,7 +2666,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2945,7 +2945,7 @@ export interface operations {
           'application/json': components['schemas']['OrganizationRecord'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2959,7 +2959,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -3211,7 +3211,7 @@ export interface operations {
           'application/json': components['schemas']['OrganizationRecord'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3225,7 +3225,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -3504,7 +3504,7 @@ export interface operations {
           'application/json': components['schemas']['OrgConnectionQuotas'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3518,7 +3518,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -3768,7 +3768,7 @@ export interface operations {
           'application/json': components['schemas']['OrgConnectionQuotas'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3782,7 +3782,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4061,7 +4061,7 @@ export interface operations {
           'application/json': components['schemas']['PartnerConnectionQuotas'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4075,7 +4075,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4325,7 +4325,7 @@ export interface operations {
           'application/json': components['schemas']['PartnerConnectionQuotas'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4339,7 +4339,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4640,7 +4640,7 @@ export interface operations {
           'application/json': components['schemas']['Category'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4654,7 +4654,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4978,7 +4978,7 @@ export interface operations {
           'application/json': components['schemas']['Category'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4992,7 +4992,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -5299,7 +5299,7 @@ export interface operations {
           'application/json': components['schemas']['CapMappingList'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5313,7 +5313,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -5585,7 +5585,7 @@ export interface operations {
           'application/json': components['schemas']['CapMapping'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5599,7 +5599,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -5903,7 +5903,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5917,7 +5917,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6195,7 +6195,7 @@ export interface operations {
           'application/json': components['schemas']['User'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6209,7 +6209,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6543,7 +6543,7 @@ export interface operations {
           'application/json': components['schemas']['User'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6557,7 +6557,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6884,7 +6884,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6898,7 +6898,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -7154,7 +7154,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7168,7 +7168,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -7460,7 +7460,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7474,7 +7474,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -7736,7 +7736,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7750,7 +7750,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -8068,7 +8068,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8082,7 +8082,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -8336,7 +8336,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8350,7 +8350,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -8590,7 +8590,7 @@ export interface operations {
           'application/json': components['schemas']['AdminKey'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8604,7 +8604,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -8891,7 +8891,7 @@ export interface operations {
           'application/json': components['schemas']['AdminKey'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8905,7 +8905,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -9167,7 +9167,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9181,7 +9181,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -9428,7 +9428,7 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9442,7 +9442,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -9733,7 +9733,7 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9747,7 +9747,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -9986,7 +9986,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -10000,7 +10000,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -10263,7 +10263,7 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -10277,7 +10277,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -10572,7 +10572,7 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -10586,7 +10586,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -10839,7 +10839,7 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -10853,7 +10853,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -11102,7 +11102,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -11116,7 +11116,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -11363,7 +11363,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -11377,7 +11377,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -11631,7 +11631,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -11645,7 +11645,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -11967,7 +11967,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -11981,7 +11981,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -12237,7 +12237,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -12251,7 +12251,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -12510,7 +12510,7 @@ export interface operations {
               };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -12524,7 +12524,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -12809,7 +12809,7 @@ export interface operations {
           'application/json': components['schemas']['Device'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -12823,7 +12823,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -13066,7 +13066,7 @@ export interface operations {
           'application/json': components['schemas']['Device'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -13080,7 +13080,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -13355,7 +13355,7 @@ export interface operations {
           'application/json': components['schemas']['WhoAmI'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -13369,7 +13369,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */

@@ -1316,7 +1316,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1327,7 +1327,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -1437,7 +1437,7 @@ export interface operations {
           'application/json': components['schemas']['CategoryPage'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1451,7 +1451,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -1712,7 +1712,7 @@ export interface operations {
           'application/json': components['schemas']['EmergencyPage'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1726,7 +1726,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -1978,7 +1978,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1992,7 +1992,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2302,7 +2302,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2316,7 +2316,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2591,7 +2591,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2605,7 +2605,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2995,7 +2995,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3009,7 +3009,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -3333,7 +3333,7 @@ export interface operations {
           'application/json': components['schemas']['UserPage'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3347,7 +3347,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -3595,7 +3595,7 @@ export interface operations {
           'application/json': components['schemas']['AuditLogPage'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3609,7 +3609,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -3839,7 +3839,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3853,7 +3853,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4105,7 +4105,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4119,7 +4119,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4388,7 +4388,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4402,7 +4402,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4659,7 +4659,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4673,7 +4673,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4935,7 +4935,7 @@ export interface operations {
           'application/json': components['schemas']['EmergencyReceipts'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4949,7 +4949,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -5188,7 +5188,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5202,7 +5202,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -5470,7 +5470,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5484,7 +5484,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -5745,7 +5745,7 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5759,7 +5759,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6051,7 +6051,7 @@ export interface operations {
           'application/pdf': Blob;
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6065,7 +6065,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6318,7 +6318,7 @@ export interface operations {
           'application/json': components['schemas']['WhoAmI'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6332,7 +6332,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6574,7 +6574,7 @@ export interface operations {
           'application/cap+xml': string;
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6588,7 +6588,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6870,7 +6870,7 @@ export interface operations {
           'application/atom+xml': string;
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6884,7 +6884,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -7236,7 +7236,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7250,7 +7250,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -7558,7 +7558,7 @@ export interface operations {
           'application/json': components['schemas']['AlertmanagerResult'];
         };
       };
-      /** @description bad_request: the request could not be read: malformed HTTP (e.g. a Content-Length that does not match the body) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7572,7 +7572,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the request could not be read: malformed HTTP (e.g"
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */

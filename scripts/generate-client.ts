@@ -31,7 +31,7 @@ export interface GeneratedFile {
  * stored bytes (`format: binary`) a Blob, an event stream (`text/event-stream`) the body's ReadableStream.
  */
 function nonJsonType(schema: { format?: string }, path: string | undefined): ts.TypeNode | undefined {
-  if (path?.includes('/content/text~1event-stream/')) {
+  if (path?.endsWith('/content/text~1event-stream')) {
     return ts.factory.createTypeReferenceNode('ReadableStream', [ts.factory.createTypeReferenceNode('Uint8Array')]);
   }
   if (schema.format === 'binary') return ts.factory.createTypeReferenceNode('Blob');

@@ -5185,7 +5185,7 @@ export interface operations {
            *     event: emergency.declared
            *     data: {"eventId":"…"}
            */
-          'text/event-stream': string;
+          'text/event-stream': ReadableStream<Uint8Array>;
         };
       };
       /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */

@@ -12,6 +12,7 @@ import { writeFile } from 'node:fs/promises';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString, type OpenAPI3 } from 'openapi-typescript';
+import ts from 'typescript';
 import { buildApp, createContext } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 
@@ -23,6 +24,32 @@ export interface GeneratedFile {
   /** Path relative to the repository root (for messages). */
   name: string;
   content: string;
+}
+
+/**
+ * Answers that are not JSON get the type the client reads them as (see `responseParsing` in clients/typescript/src/http.ts):
+ * stored bytes (`format: binary`) a Blob, an event stream (`text/event-stream`) the body's ReadableStream.
+ */
+function nonJsonType(schema: { format?: string }, path: string | undefined): ts.TypeNode | undefined {
+  if (path?.endsWith('/content/text~1event-stream')) {
+    return ts.factory.createTypeReferenceNode('ReadableStream', [ts.factory.createTypeReferenceNode('Uint8Array')]);
+  }
+  if (schema.format === 'binary') return ts.factory.createTypeReferenceNode('Blob');
+  return undefined;
+}
+
+type PathItem = { get?: { responses?: Record<string, { content?: Record<string, { schema?: { format?: string } }> }> } };
+
+/** How a client reads the 200 answer of each GET whose answer is not JSON: `blob` (bytes), `stream` (an event stream) or `text`. */
+export function responseParsing(document: OpenAPI3): Record<string, 'blob' | 'stream' | 'text'> {
+  const out: Record<string, 'blob' | 'stream' | 'text'> = {};
+  for (const [path, item] of Object.entries(document.paths ?? {})) {
+    const content = (item as PathItem).get?.responses?.['200']?.content;
+    if (!content || 'application/json' in content) continue;
+    const [type, media] = Object.entries(content)[0]!;
+    out[path] = type === 'text/event-stream' ? 'stream' : media.schema?.format === 'binary' ? 'blob' : 'text';
+  }
+  return out;
 }
 
 const TARGETS = [
@@ -84,8 +111,10 @@ export async function generateClientFiles(options: { silent?: boolean } = {}): P
   const documents = await serviceDocuments();
   const files: GeneratedFile[] = [];
   for (const { documentUrl, file, api } of TARGETS) {
-    const ast = await openapiTS(documents[documentUrl]!, { silent: options.silent ?? false, cwd: ROOT });
-    const source = header(api, documentUrl) + astToString(ast);
+    const document = documents[documentUrl]!;
+    const ast = await openapiTS(document, { silent: options.silent ?? false, cwd: ROOT, transform: (schema, { path }) => nonJsonType(schema, path) });
+    const parsing = `\n/** How the client reads each GET answer that is not JSON (generated from the document's media types). */\nexport const responseParsing = ${JSON.stringify(responseParsing(document))} as const;\n`;
+    const source = header(api, documentUrl) + astToString(ast) + parsing;
     files.push({ path: resolve(ROOT, file), name: file, content: await biomeFormat(source, file) });
   }
   return files;

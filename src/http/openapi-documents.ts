@@ -1,6 +1,7 @@
 import { API_VERSION } from '../log/append.js';
 import { describeDeviceStream, describeWebhooks } from './openapi-events.js';
 import { exampleOf } from './openapi-examples.js';
+import { OPTIONAL_BODY } from './openapi-generator.js';
 
 /**
  * One route table, two documents: the public API's (`/api/public/v1/openapi.json`) and the admin
@@ -24,12 +25,18 @@ export interface OpenApiDocument {
 
 const ADMIN = '/api/admin/v1';
 const PUBLIC = '/api/public/v1';
-const LICENSE = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
+// As LICENSE and package.json say.
+const LICENSE = { name: 'Apache-2.0', identifier: 'Apache-2.0' };
 
 const HEADERS: Record<string, Json> = {
   XRequestId: { description: 'The request id: the one sent, when valid, else a new one. Also in the logs and the audit log.', schema: { type: 'string' } },
-  RateLimitLimit: { description: "Requests per second this key's bucket allows (bursts up to twice as many).", schema: { type: 'integer' } },
-  RateLimitRemaining: { description: 'Requests left in the bucket now.', schema: { type: 'integer' } },
+  RateLimitLimit: {
+    description:
+      "The capacity of this key's token bucket on this instance: the burst, twice RATE_LIMIT_PER_KEY (requests a full bucket " +
+      'allows at once); the bucket refills at RATE_LIMIT_PER_KEY requests per second.',
+    schema: { type: 'integer' },
+  },
+  RateLimitRemaining: { description: 'Requests left in the bucket now (whole tokens).', schema: { type: 'integer' } },
   RateLimitReset: { description: 'Seconds until the bucket is full again.', schema: { type: 'integer' } },
   RetryAfter: { description: 'Seconds to wait before retrying.', schema: { type: 'integer' } },
   WWWAuthenticate: { description: 'Always `Bearer`.', schema: { type: 'string', enum: ['Bearer'] } },
@@ -41,8 +48,17 @@ const HEADERS: Record<string, Json> = {
 
 const ref = (name: string) => ({ $ref: `#/components/headers/${name}` });
 
-const SHARED_ERRORS: Record<string, string> = {
-  '400': 'bad_request: the URL or the JSON body is malformed.',
+/** Refusals of the HTTP layer, before or around any route: any operation can get them (docs/api.md, Errors). */
+const TRANSPORT_ERRORS: Record<string, string> = {
+  '400':
+    'bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken ' +
+    'percent-encoding. (A body that is not valid JSON is a 422 json_invalid.)',
+  '408': 'request_timeout: the request did not arrive within 30 s.',
+  '431': 'headers_too_large: the request line and headers exceed 16 KiB.',
+};
+
+/** Refusals of a request body. */
+const BODY_ERRORS: Record<string, string> = {
   '413': 'payload_too_large: the body exceeds the size limit.',
   '415': 'unsupported_media_type: the body is not application/json.',
 };
@@ -53,10 +69,14 @@ const SUCCESS_TEXT: Record<string, string> = { '200': 'OK.', '201': 'Created.' }
 function finishOperation(op: Json, method: string, components: Json, authenticated: boolean): void {
   const responses: Json = op.responses ?? {};
   op.description ??= op.summary;
-  if (op.requestBody) {
-    for (const [status, text] of Object.entries(SHARED_ERRORS)) {
-      responses[status] ??= { description: text, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } };
-    }
+  if (op[OPTIONAL_BODY]) {
+    delete op[OPTIONAL_BODY];
+    op.requestBody.required = false;
+    op.requestBody.description = 'Optional: a request without a body (no Content-Type) is the same as `{}`.';
+  }
+  const shared = op.requestBody ? { ...TRANSPORT_ERRORS, ...BODY_ERRORS } : TRANSPORT_ERRORS;
+  for (const [status, text] of Object.entries(shared)) {
+    responses[status] ??= { description: text, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } };
   }
   const writes = method === 'post' || method === 'patch';
   for (const [status, response] of Object.entries(responses) as [string, Json][]) {

@@ -1,4 +1,5 @@
 import { eventEnvelope } from '../domain/events/schema.js';
+import { PING_EVENT_TYPE } from '../domain/webhooks/schema.js';
 import {
   DELIVERY_COMPLETED,
   DELIVERY_OVERDUE,
@@ -114,7 +115,62 @@ export function describeWebhooks(components: Json): Json {
       },
     };
   }
+  webhooks[PING_EVENT_TYPE] = describePing(components);
   return webhooks;
+}
+
+/** `webhook.ping`: sent only by the admin API's test of a subscription, so it is not an event of the org's log and has no envelope. */
+function describePing(components: Json): Json {
+  components.schemas.WebhookPing = {
+    type: 'object',
+    description: 'The test delivery of a subscription: not an event of any organization (no orgId, emergencyId or sequence).',
+    required: ['eventId', 'eventType', 'apiVersion', 'createdAt', 'data'],
+    additionalProperties: false,
+    properties: {
+      eventId: { type: 'string', format: 'uuid', description: 'Unique to this ping; also the webhook-id header.' },
+      eventType: { const: PING_EVENT_TYPE },
+      apiVersion: { type: 'string' },
+      createdAt: { type: 'string', format: 'date-time' },
+      data: {
+        type: 'object',
+        required: ['subscriptionId'],
+        additionalProperties: false,
+        properties: { subscriptionId: { type: 'string', format: 'uuid', description: 'The subscription tested.' } },
+      },
+    },
+  };
+  return {
+    post: {
+      operationId: 'webhook_webhook_ping',
+      summary: `${PING_EVENT_TYPE}: a test delivery, sent when an admin tests the subscription (POST /webhooks/{id}/test of the admin API).`,
+      description:
+        "POSTed once to the subscription's URL, whatever its status and event-type filter, signed per Standard Webhooks with its " +
+        'secret like any delivery. Not retried: the answer (status, latency, error) is what the test reports, and it is kept in ' +
+        "the subscription's delivery log.",
+      tags: ['webhooks'],
+      security: [],
+      parameters: Object.entries(WEBHOOK_HEADERS).map(([name, h]) => ({ in: 'header', name, ...h })),
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': {
+            schema: { $ref: '#/components/schemas/WebhookPing' },
+            example: {
+              eventId: '0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e',
+              eventType: PING_EVENT_TYPE,
+              apiVersion: '1.0.0',
+              createdAt: '2026-11-21T17:44:29.123Z',
+              data: { subscriptionId: '0195f3a8-0000-7000-8000-000000000004' },
+            },
+          },
+        },
+      },
+      responses: {
+        '200': { description: 'Received (any 2xx): the test reports succeeded.' },
+        default: { description: 'Any other answer, or none within the timeout: the test reports failed; nothing is retried.' },
+      },
+    },
+  };
 }
 
 /** The WebSocket upgrade of base stations, with its frames as schemas. */

@@ -1,7 +1,11 @@
 import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import { API_VERSION } from '../log/append.js';
 import { API_PREFIX } from './prefixes.js';
+
+/** The operation extension that says a route's request body may be left out (removed from the served documents). */
+export const OPTIONAL_BODY = 'x-optional-body';
 
 /**
  * @fastify/swagger's options: every route's zod schema collected into one OpenAPI 3.1 document, of
@@ -23,7 +27,11 @@ export const openApiOptions: FastifyDynamicSwaggerOptions = {
   },
   transform: (input) => {
     const out = jsonSchemaTransform(input);
-    return { ...out, url: out.url.startsWith(API_PREFIX) ? out.url.slice(API_PREFIX.length) || '/' : out.url };
+    // The framework marks every request body required; a body the route's schema lets be absent is flagged here for
+    // the documents (openapi-documents.ts), since the JSON Schema it becomes no longer says so.
+    const body = input.schema?.body;
+    const schema = body instanceof z.ZodType && body.safeParse(undefined).success ? { ...out.schema, [OPTIONAL_BODY]: true } : out.schema;
+    return { schema, url: out.url.startsWith(API_PREFIX) ? out.url.slice(API_PREFIX.length) || '/' : out.url };
   },
   transformObject: jsonSchemaTransformObject,
 };

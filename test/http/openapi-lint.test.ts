@@ -68,7 +68,9 @@ describe('OpenAPI documents', () => {
       'emergency.delivery_completed',
       'emergency.delivery_overdue',
       'emergency.resolved',
+      'webhook.ping',
     ]);
+    assert.equal(doc.webhooks['webhook.ping'].post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/WebhookPing');
     const overdueExample = doc.webhooks['emergency.delivery_overdue'].post.requestBody.content['application/json'].example;
     assert.deepEqual(Object.keys(overdueExample.data).sort(), [...Object.keys(doc.components.schemas.DeliveryOverdueData.properties)].sort());
     assert.equal(doc.webhooks['emergency.declared'].post.requestBody.content['application/json'].schema.$ref, '#/components/schemas/EventEnvelope');

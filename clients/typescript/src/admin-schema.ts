@@ -1240,9 +1240,9 @@ export interface components {
   headers: {
     /** @description The request id: the one sent, when valid, else a new one. Also in the logs and the audit log. */
     XRequestId: string;
-    /** @description Requests per second this key's bucket allows (bursts up to twice as many). */
+    /** @description The capacity of this key's token bucket on this instance: the burst, twice RATE_LIMIT_PER_KEY (requests a full bucket allows at once); the bucket refills at RATE_LIMIT_PER_KEY requests per second. */
     RateLimitLimit: number;
-    /** @description Requests left in the bucket now. */
+    /** @description Requests left in the bucket now (whole tokens). */
     RateLimitRemaining: number;
     /** @description Seconds until the bucket is full again. */
     RateLimitReset: number;
@@ -1293,6 +1293,24 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description not_acceptable: the Accept header excludes application/json. */
       406: {
         headers: {
@@ -1305,6 +1323,42 @@ export interface operations {
            *       "detail": {
            *         "error": "not_acceptable",
            *         "message": "the Accept header excludes application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1357,6 +1411,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -1391,6 +1466,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -1440,6 +1536,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1530,7 +1647,7 @@ export interface operations {
           'application/json': components['schemas']['Partner'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1544,7 +1661,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -1585,6 +1702,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -1676,6 +1814,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1774,6 +1933,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -1835,6 +2015,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -1878,6 +2079,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1971,7 +2193,7 @@ export interface operations {
           'application/json': components['schemas']['Enterprise'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1985,7 +2207,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2047,6 +2269,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such partner (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2138,6 +2381,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -2237,6 +2501,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -2298,6 +2583,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -2341,6 +2647,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -2435,7 +2762,7 @@ export interface operations {
           'application/json': components['schemas']['OrganizationRecord'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2449,7 +2776,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2511,6 +2838,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such enterprise (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2608,6 +2956,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -2686,6 +3055,27 @@ export interface operations {
           'application/json': components['schemas']['OrganizationRecord'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -2747,6 +3137,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -2790,6 +3201,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -2889,7 +3321,7 @@ export interface operations {
           'application/json': components['schemas']['OrganizationRecord'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2903,7 +3335,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2965,6 +3397,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3062,6 +3515,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -3140,6 +3614,27 @@ export interface operations {
           'application/json': components['schemas']['OrgConnectionQuotas'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -3201,6 +3696,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -3244,6 +3760,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3341,7 +3878,7 @@ export interface operations {
           'application/json': components['schemas']['OrgConnectionQuotas'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3355,7 +3892,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -3417,6 +3954,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3514,6 +4072,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -3592,6 +4171,27 @@ export interface operations {
           'application/json': components['schemas']['PartnerConnectionQuotas'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -3653,6 +4253,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -3696,6 +4317,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3793,7 +4435,7 @@ export interface operations {
           'application/json': components['schemas']['PartnerConnectionQuotas'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -3807,7 +4449,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -3869,6 +4511,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such partner (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3960,6 +4623,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4066,7 +4750,7 @@ export interface operations {
           'application/json': components['schemas']['Category'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4080,7 +4764,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4142,6 +4826,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4261,6 +4966,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -4362,7 +5088,7 @@ export interface operations {
           'application/json': components['schemas']['Category'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4376,7 +5102,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4438,6 +5164,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization or category (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4557,6 +5304,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -4641,6 +5409,27 @@ export interface operations {
           'application/json': components['schemas']['CapMappingList'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -4702,6 +5491,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -4745,6 +5555,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4864,7 +5695,7 @@ export interface operations {
           'application/json': components['schemas']['CapMapping'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4878,7 +5709,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4940,6 +5771,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5059,6 +5911,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -5140,6 +6013,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -5201,6 +6095,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -5244,6 +6159,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5341,6 +6277,27 @@ export interface operations {
           'application/json': components['schemas']['IntegrationKeyPage'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -5402,6 +6359,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -5445,6 +6423,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5570,7 +6569,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5584,7 +6583,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -5646,6 +6645,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5765,6 +6785,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -5851,6 +6892,27 @@ export interface operations {
           'application/json': components['schemas']['IntegrationKey'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -5912,6 +6974,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -5955,6 +7038,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -6046,6 +7150,27 @@ export interface operations {
           'application/json': components['schemas']['IntegrationCategoryMapping'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -6107,6 +7232,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -6150,6 +7296,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -6256,7 +7423,7 @@ export interface operations {
           'application/json': components['schemas']['IntegrationCategoryMapping'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6270,7 +7437,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6332,6 +7499,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -6423,6 +7611,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -6548,7 +7757,7 @@ export interface operations {
           'application/json': components['schemas']['User'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6562,7 +7771,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6624,6 +7833,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -6743,6 +7973,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -6854,7 +8105,7 @@ export interface operations {
           'application/json': components['schemas']['User'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6868,7 +8119,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6930,6 +8181,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization or user (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -7049,6 +8321,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -7153,6 +8446,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -7187,6 +8501,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -7236,6 +8571,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -7360,7 +8716,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7374,7 +8730,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -7436,6 +8792,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such subject (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -7533,6 +8910,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -7624,6 +9022,27 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -7685,6 +9104,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -7728,6 +9168,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -7791,7 +9252,8 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    /** @description Optional: a request without a body (no Content-Type) is the same as `{}`. */
+    requestBody?: {
       content: {
         'application/json': {
           /** @description How long the previous key keeps working (default 24). */
@@ -7836,7 +9298,7 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -7850,7 +9312,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -7912,6 +9374,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "not_found (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -8031,6 +9514,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -8126,6 +9630,27 @@ export interface operations {
           'application/json': components['schemas']['ApiKey'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -8187,6 +9712,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -8230,6 +9776,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -8331,6 +9898,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -8365,6 +9953,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -8414,6 +10023,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -8522,7 +10152,7 @@ export interface operations {
           'application/json': components['schemas']['AdminKey'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -8536,7 +10166,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -8598,6 +10228,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such partner or enterprise (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -8695,6 +10346,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -8781,6 +10453,27 @@ export interface operations {
           'application/json': components['schemas']['AdminKey'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -8842,6 +10535,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -8885,6 +10599,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -8994,6 +10729,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -9028,6 +10784,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -9077,6 +10854,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -9192,7 +10990,7 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9206,7 +11004,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -9268,6 +11066,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such subject (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -9365,6 +11184,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -9455,6 +11295,27 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -9516,6 +11377,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -9559,6 +11441,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -9645,6 +11548,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -9706,6 +11630,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -9749,6 +11694,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -9859,7 +11825,7 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -9873,7 +11839,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -9935,6 +11901,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "not_found (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -10026,6 +12013,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -10126,6 +12134,27 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -10187,6 +12216,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -10230,6 +12280,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -10330,6 +12401,27 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -10391,6 +12483,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -10434,6 +12547,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -10530,6 +12664,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -10591,6 +12746,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -10634,6 +12810,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -10728,6 +12925,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -10789,6 +13007,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -10832,6 +13071,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -10933,7 +13193,7 @@ export interface operations {
           };
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -10947,7 +13207,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -11009,6 +13269,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "not_found (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -11100,6 +13381,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -11227,6 +13529,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -11288,6 +13611,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -11331,6 +13675,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -11434,6 +13799,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -11495,6 +13881,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -11538,6 +13945,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -11644,7 +14072,7 @@ export interface operations {
               };
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -11658,7 +14086,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -11720,6 +14148,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -11817,6 +14266,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -11901,6 +14371,27 @@ export interface operations {
           'application/json': components['schemas']['Device'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -11962,6 +14453,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure, or idempotency_key_reused. */
       422: {
         headers: {
@@ -12005,6 +14517,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -12095,6 +14628,27 @@ export interface operations {
           'application/json': components['schemas']['Device'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -12150,6 +14704,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "not_found (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -12221,6 +14796,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -12321,6 +14917,27 @@ export interface operations {
           'application/json': components['schemas']['WhoAmI'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
       401: {
         headers: {
@@ -12355,6 +14972,27 @@ export interface operations {
            *       "detail": {
            *         "error": "subject_not_covered",
            *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -12410,6 +15048,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -12456,3 +15115,6 @@ export interface operations {
     };
   };
 }
+
+/** How the client reads each GET answer that is not JSON (generated from the document's media types). */
+export const responseParsing = {} as const;

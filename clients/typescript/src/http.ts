@@ -1,6 +1,6 @@
 import createFetchClient, { type Client, type ClientOptions } from 'openapi-fetch';
 import type { paths as AdminPaths } from './admin-schema.js';
-import type { components, paths } from './schema.js';
+import { type components, type paths, responseParsing } from './schema.js';
 
 /** Where each API lives below the service's origin (the `servers` entry of its OpenAPI document). */
 export const PUBLIC_API_PATH = '/api/public/v1';
@@ -50,11 +50,25 @@ function requireKey(key: string, what: string): string {
  */
 export function createClient(options: PublicClientOptions): PublicClient {
   const { baseUrl, apiKey, headers, ...rest } = options;
-  return createFetchClient<paths>({
+  const client = createFetchClient<paths>({
     ...rest,
     baseUrl: apiBase(baseUrl, PUBLIC_API_PATH),
     headers: { ...headers, Authorization: `Bearer ${requireKey(apiKey, 'apiKey')}` },
   });
+  return { ...client, GET: readingAsServed(client.GET) };
+}
+
+/**
+ * openapi-fetch parses every answer as JSON unless told otherwise: a GET whose answer is not JSON (attachment bytes, CAP
+ * XML, the event stream) is read as its document declares it (a Blob, text, the body's stream), unless the call names
+ * its own `parseAs`.
+ */
+function readingAsServed(get: PublicClient['GET']): PublicClient['GET'] {
+  const parsing: Record<string, string> = responseParsing;
+  return ((url: string, init?: { parseAs?: string }) => {
+    const parseAs = parsing[url];
+    return get(url as never, (parseAs && init?.parseAs === undefined ? { ...init, parseAs } : init) as never);
+  }) as PublicClient['GET'];
 }
 
 /** A typed client of the admin API (`/api/admin/v1`), authenticated with an admin key. */

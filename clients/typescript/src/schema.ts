@@ -563,6 +563,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'webhook.ping': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * webhook.ping: a test delivery, sent when an admin tests the subscription (POST /webhooks/{id}/test of the admin API).
+     * @description POSTed once to the subscription's URL, whatever its status and event-type filter, signed per Standard Webhooks with its secret like any delivery. Not retried: the answer (status, latency, error) is what the test reports, and it is kept in the subscription's delivery log.
+     */
+    post: operations['webhook_webhook_ping'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'device-stream-frame': {
     parameters: {
       query?: never;
@@ -1263,13 +1283,40 @@ export interface components {
     PagerDutyInvalidEvent: {
       /** @constant */
       status: 'invalid event';
+      /** @example Event object is invalid */
       message: string;
+      /**
+       * @example [
+       *       "'payload.severity' is invalid (must be one of: critical, error, warning, info)"
+       *     ]
+       */
       errors: string[];
     };
     PagerDutyThrottled: {
       /** @constant */
       status: 'throttle exceeded';
+      /** @example Requests for this service are arriving too quickly. Please retry later. */
       message: string;
+    };
+    /** @description The test delivery of a subscription: not an event of any organization (no orgId, emergencyId or sequence). */
+    WebhookPing: {
+      /**
+       * Format: uuid
+       * @description Unique to this ping; also the webhook-id header.
+       */
+      eventId: string;
+      /** @constant */
+      eventType: 'webhook.ping';
+      apiVersion: string;
+      /** Format: date-time */
+      createdAt: string;
+      data: {
+        /**
+         * Format: uuid
+         * @description The subscription tested.
+         */
+        subscriptionId: string;
+      };
     };
     /** @description Server → device: one event, in offset order, no gap. With an acknowledgement deadline, an event the device has not acknowledged half-way to it is sent again (same offset, same bytes): ignore an offset already handled, but ack it again. */
     DeviceEventFrame: {
@@ -1297,9 +1344,9 @@ export interface components {
   headers: {
     /** @description The request id: the one sent, when valid, else a new one. Also in the logs and the audit log. */
     XRequestId: string;
-    /** @description Requests per second this key's bucket allows (bursts up to twice as many). */
+    /** @description The capacity of this key's token bucket on this instance: the burst, twice RATE_LIMIT_PER_KEY (requests a full bucket allows at once); the bucket refills at RATE_LIMIT_PER_KEY requests per second. */
     RateLimitLimit: number;
-    /** @description Requests left in the bucket now. */
+    /** @description Requests left in the bucket now (whole tokens). */
     RateLimitRemaining: number;
     /** @description Seconds until the bucket is full again. */
     RateLimitReset: number;
@@ -1350,6 +1397,24 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description not_acceptable: the Accept header excludes application/json. */
       406: {
         headers: {
@@ -1362,6 +1427,42 @@ export interface operations {
            *       "detail": {
            *         "error": "not_acceptable",
            *         "message": "the Accept header excludes application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1417,6 +1518,27 @@ export interface operations {
           'application/json': components['schemas']['CategoryPage'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -1451,6 +1573,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -1500,6 +1643,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1629,6 +1793,27 @@ export interface operations {
           'application/json': components['schemas']['EmergencyPage'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -1663,6 +1848,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -1712,6 +1918,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -1832,7 +2059,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -1846,7 +2073,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -1887,6 +2114,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2006,6 +2254,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -2114,6 +2383,27 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -2175,6 +2465,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -2218,6 +2529,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -2340,7 +2672,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2354,7 +2686,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2416,6 +2748,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "emergency_not_found"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2535,6 +2888,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -2595,7 +2969,8 @@ export interface operations {
       };
       cookie?: never;
     };
-    requestBody: {
+    /** @description Optional: a request without a body (no Content-Type) is the same as `{}`. */
+    requestBody?: {
       content: {
         'application/json': components['schemas']['ResolveEmergencyRequest'];
       };
@@ -2701,7 +3076,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -2715,7 +3090,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -2777,6 +3152,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "emergency_not_found"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -2896,6 +3292,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -2997,6 +3414,27 @@ export interface operations {
           'application/json': components['schemas']['UserPage'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3031,6 +3469,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3080,6 +3539,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3196,6 +3676,27 @@ export interface operations {
           'application/json': components['schemas']['AuditLogPage'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3230,6 +3731,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3279,6 +3801,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3377,6 +3920,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3411,6 +3975,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3460,6 +4045,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3580,6 +4186,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3614,6 +4241,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -3684,6 +4332,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -3800,6 +4469,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -3861,6 +4551,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -3904,6 +4615,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4008,6 +4740,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -4042,6 +4795,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4091,6 +4865,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4221,6 +5016,27 @@ export interface operations {
           'application/json': components['schemas']['EmergencyReceipts'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -4282,6 +5098,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -4325,6 +5162,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4391,7 +5249,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description text/event-stream: `id: <offset>` / `event: <eventType>` / `data: <envelope>` blocks. */
+      /** @description `id: <offset>` / `event: <eventType>` / `data: <envelope>` blocks, and `: keep-alive` comments. */
       200: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4401,8 +5259,35 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          /** @example string */
-          'application/json': string;
+          /**
+           * @example : after 41
+           *
+           *     id: 42
+           *     event: emergency.declared
+           *     data: {"eventId":"…"}
+           */
+          'text/event-stream': ReadableStream<Uint8Array>;
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
         };
       };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
@@ -4439,6 +5324,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -4509,6 +5415,27 @@ export interface operations {
            *       "detail": {
            *         "error": "too_many_streams",
            *         "message": "this key already holds STREAMS_PER_KEY streams on this instance, or the organization or its partner its stream quota (STREAMS_PER_ORG, STREAMS_PER_PARTNER or its own); close one before opening another"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4624,6 +5551,27 @@ export interface operations {
           };
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -4685,6 +5633,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -4728,6 +5697,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -4836,7 +5826,7 @@ export interface operations {
           'application/json': components['schemas']['Message'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -4850,7 +5840,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -4912,6 +5902,27 @@ export interface operations {
            *       "detail": {
            *         "error": "not_found",
            *         "message": "emergency_not_found"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5009,6 +6020,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -5075,7 +6107,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description The bytes (image/png, image/jpeg, video/mp4, ...). */
+      /** @description The bytes, served with the media type they were stored as (image/png, image/jpeg, video/mp4, ...). */
       200: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -5085,8 +6117,40 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          /** @example string */
-          'application/json': string;
+          'image/jpeg': Blob;
+          'image/png': Blob;
+          'image/gif': Blob;
+          'image/webp': Blob;
+          'image/heic': Blob;
+          'video/mp4': Blob;
+          'video/quicktime': Blob;
+          'video/webm': Blob;
+          'audio/mpeg': Blob;
+          'audio/mp4': Blob;
+          'audio/ogg': Blob;
+          'audio/wav': Blob;
+          'application/pdf': Blob;
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
         };
       };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
@@ -5150,6 +6214,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -5193,6 +6278,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5293,6 +6399,27 @@ export interface operations {
           'application/json': components['schemas']['WhoAmI'];
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -5327,6 +6454,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5376,6 +6524,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5486,6 +6655,27 @@ export interface operations {
           'application/cap+xml': string;
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -5547,6 +6737,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description Validation failure (HTTPValidationError), or, on a write sent with an Idempotency-Key used before for another request, idempotency_key_reused (ErrorResponse). */
       422: {
         headers: {
@@ -5590,6 +6801,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -5719,6 +6951,27 @@ export interface operations {
           'application/atom+xml': string;
         };
       };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description unauthenticated: missing, invalid, expired or revoked key (header WWW-Authenticate: Bearer). */
       401: {
         headers: {
@@ -5753,6 +7006,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -5802,6 +7076,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -6022,7 +7317,7 @@ export interface operations {
           'application/json': components['schemas']['Emergency'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6036,7 +7331,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6098,6 +7393,27 @@ export interface operations {
            *       "detail": {
            *         "error": "emergency_not_found",
            *         "message": "no emergency of the organization is named by the references of an Update or Cancel."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -6217,6 +7533,27 @@ export interface operations {
           'application/json': components['schemas']['ErrorResponse'];
         };
       };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
       /** @description internal: the outcome of a write is unknown; read before retrying. */
       500: {
         headers: {
@@ -6302,7 +7639,7 @@ export interface operations {
           'application/json': components['schemas']['AlertmanagerResult'];
         };
       };
-      /** @description bad_request: the URL or the JSON body is malformed. */
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
       400: {
         headers: {
           'X-Request-Id': components['headers']['XRequestId'];
@@ -6316,7 +7653,7 @@ export interface operations {
            * @example {
            *       "detail": {
            *         "error": "bad_request",
-           *         "message": "the URL or the JSON body is malformed."
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
            *       }
            *     }
            */
@@ -6357,6 +7694,27 @@ export interface operations {
            *       "detail": {
            *         "error": "org_not_covered",
            *         "message": "org_not_covered (key does not cover the organization) or permission_denied (key lacks read/write)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
            *       }
            *     }
            */
@@ -6448,6 +7806,27 @@ export interface operations {
            *       "detail": {
            *         "error": "rate_limited",
            *         "message": "per-key rate limit exceeded; see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
            *       }
            *     }
            */
@@ -6548,13 +7927,35 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "detail": {
-           *         "error": "bad_request",
-           *         "message": "invalid event: a malformed body, a missing or bad field, an unknown or revoked routing key."
-           *       }
+           *       "status": "invalid event",
+           *       "message": "Event object is invalid",
+           *       "errors": [
+           *         "'payload.severity' is invalid (must be one of: critical, error, warning, info)"
+           *       ]
            *     }
            */
           'application/json': components['schemas']['PagerDutyInvalidEvent'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
         };
       };
       /** @description idempotency_key_in_use: a request with this Idempotency-Key is still running. */
@@ -6570,10 +7971,11 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "detail": {
-           *         "error": "idempotency_key_in_use",
-           *         "message": "a request with this Idempotency-Key is still running."
-           *       }
+           *       "status": "invalid event",
+           *       "message": "Event object is invalid",
+           *       "errors": [
+           *         "'payload.severity' is invalid (must be one of: critical, error, warning, info)"
+           *       ]
            *     }
            */
           'application/json': components['schemas']['PagerDutyInvalidEvent'];
@@ -6633,15 +8035,10 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "detail": [
-           *         {
-           *           "loc": [
-           *             "body",
-           *             "categoryName"
-           *           ],
-           *           "msg": "No category named \"Fyre\" in this organization.",
-           *           "type": "category_not_found"
-           *         }
+           *       "status": "invalid event",
+           *       "message": "Event object is invalid",
+           *       "errors": [
+           *         "'payload.severity' is invalid (must be one of: critical, error, warning, info)"
            *       ]
            *     }
            */
@@ -6661,13 +8058,32 @@ export interface operations {
         content: {
           /**
            * @example {
-           *       "detail": {
-           *         "error": "rate_limited",
-           *         "message": "throttle exceeded: the rate limit of the integration key, or failed routing keys from this address; see Retry-After."
-           *       }
+           *       "status": "throttle exceeded",
+           *       "message": "Requests for this service are arriving too quickly. Please retry later."
            *     }
            */
           'application/json': components['schemas']['PagerDutyThrottled'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
         };
       };
       /** @description internal: the outcome is unknown; send the event again (with the same dedup_key it changes nothing twice). */
@@ -7027,6 +8443,53 @@ export interface operations {
       };
     };
   };
+  webhook_webhook_ping: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The eventId: the same for every attempt of one event (deduplicate on it). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks signature(s), `v1,<base64 HMAC-SHA256>` space-separated (two during a secret rotation). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "eventId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e",
+         *       "eventType": "webhook.ping",
+         *       "apiVersion": "1.0.0",
+         *       "createdAt": "2026-11-21T17:44:29.123Z",
+         *       "data": {
+         *         "subscriptionId": "0195f3a8-0000-7000-8000-000000000004"
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['WebhookPing'];
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx): the test reports succeeded. */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer, or none within the timeout: the test reports failed; nothing is retried. */
+      default: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
   deviceStreamFrame: {
     parameters: {
       query?: never;
@@ -7063,3 +8526,11 @@ export interface operations {
     };
   };
 }
+
+/** How the client reads each GET answer that is not JSON (generated from the document's media types). */
+export const responseParsing = {
+  '/orgs/{org_id}/stream': 'stream',
+  '/orgs/{org_id}/emergencies/{emergency_id}/attachments/{attachment_id}/content': 'blob',
+  '/orgs/{org_id}/emergencies/{emergency_id}/cap': 'text',
+  '/orgs/{org_id}/cap/feed': 'text',
+} as const;

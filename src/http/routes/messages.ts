@@ -14,6 +14,7 @@ import { callerOf } from '../../edge/auth.js';
 import { idempotencyHeaders, writeOptionsOf } from '../../edge/idempotency.js';
 import { errorResponses, validationErrorResponse } from '../error-schemas.js';
 import { closeUnreadBodies, largeBodyGate } from '../large-bodies.js';
+import { attachmentBytesResponse } from '../media-responses.js';
 import { readMessageBody } from '../message-body.js';
 import { zodValidatorCompiler } from '../validation.js';
 import { emergencyPath, pageQuery } from './params.js';
@@ -160,7 +161,7 @@ export const messageRoutes =
           'For clients without a public media URL (ATTACHMENT_PUBLIC_BASE_URL unset). A link attachment has no stored bytes (404): its `url` is where it lives.',
         params: emergencyPath.extend({ attachment_id: z.string().min(1).max(256) }),
         response: {
-          200: z.string().describe('The bytes (image/png, image/jpeg, video/mp4, ...).').meta({ format: 'binary' }),
+          200: attachmentBytesResponse('The bytes, served with the media type they were stored as (image/png, image/jpeg, video/mp4, ...).'),
           ...errorResponses({ 404: 'emergency_not_found, or not_found: no stored attachment with this id in the emergency.' }),
         },
       },

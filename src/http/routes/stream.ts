@@ -1,12 +1,12 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
-import { z } from 'zod';
 import type { AppContext } from '../../context.js';
 import { streamStart } from '../../domain/events/feed.js';
 import { streamQuery } from '../../domain/events/schema.js';
 import { tenantQuotaOf } from '../../domain/tenancy/connection-quotas.js';
 import { bearerToken, callerOf } from '../../edge/auth.js';
 import { errorResponses } from '../error-schemas.js';
+import { eventStreamResponse } from '../media-responses.js';
 import { orgPath } from './params.js';
 
 /** An organization's events as they commit (SSE): served by the processes that hold live connections (src/roles.ts). */
@@ -37,7 +37,7 @@ export const streamRoutes =
         params: orgPath,
         querystring: streamQuery,
         response: {
-          200: z.string().describe('text/event-stream: `id: <offset>` / `event: <eventType>` / `data: <envelope>` blocks.'),
+          200: eventStreamResponse('`id: <offset>` / `event: <eventType>` / `data: <envelope>` blocks, and `: keep-alive` comments.'),
           ...errorResponses({
             410: 'events_expired: events after this offset are past the retention; body adds oldestOffset.',
             429:

@@ -46,6 +46,8 @@ describe('the OpenAPI documents describe what the service answers (Prism validat
   let adminProxy: PrismProxy;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let adminKey: string;
+  /** An integration key minted in the admin tour, for PagerDuty's route in the public one. */
+  let routingKey = '';
 
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'prism-tour-'));
@@ -107,6 +109,25 @@ describe('the OpenAPI documents describe what the service answers (Prism validat
     ).json.mappingId;
     await admin.call('GET', '/orgs/{org_id}/cap-mappings', { params: { org_id: orgId }, expect: 200 });
     await admin.call('DELETE', '/orgs/{org_id}/cap-mappings/{mapping_id}', { params: { org_id: orgId, mapping_id: mappingId }, expect: 200 });
+    const integrationKey = (
+      await admin.call('POST', '/orgs/{org_id}/integration-keys', { params: { org_id: orgId }, body: { name: 'Tour monitoring' }, expect: 201 })
+    ).json;
+    routingKey = integrationKey.key;
+    await admin.call('GET', '/orgs/{org_id}/integration-keys', { params: { org_id: orgId }, expect: 200 });
+    const mappingOf = { org_id: orgId, integration: 'pagerduty' };
+    await admin.call('GET', '/orgs/{org_id}/integrations/{integration}/category-mapping', { params: mappingOf, expect: 200 });
+    await admin.call('PATCH', '/orgs/{org_id}/integrations/{integration}/category-mapping', {
+      params: mappingOf,
+      body: { categoryMap: { critical: 'Fire' } },
+      expect: 200,
+    });
+    await admin.call('PATCH', '/orgs/{org_id}/integrations/{integration}/category-mapping', {
+      params: mappingOf,
+      body: { categoryMap: { critical: 'No such category' } },
+      expect: 422,
+    });
+    const spareKey = (await admin.call('POST', '/orgs/{org_id}/integration-keys', { params: { org_id: orgId }, body: { name: 'spare' }, expect: 201 })).json;
+    await admin.call('POST', '/orgs/{org_id}/integration-keys/{key_id}/revoke', { params: { org_id: orgId, key_id: spareKey.id }, expect: 200 });
     const user = { firstName: 'Ada', lastName: 'Tour', email: 'ada.tour@example.test' };
     const userId = (await admin.call('POST', '/orgs/{org_id}/users', { params: { org_id: orgId }, body: user, expect: 201 })).json.userId;
     await admin.call('PATCH', '/orgs/{org_id}/users/{user_id}', { params: { org_id: orgId, user_id: userId }, body: { lastName: 'Touring' }, expect: 200 });
@@ -193,6 +214,10 @@ describe('the OpenAPI documents describe what the service answers (Prism validat
       alerts: [{ status: 'firing', labels: { alertname: 'DiskFull' }, annotations: {}, startsAt: '2026-12-07T18:00:00.000Z', fingerprint: 'c3b1a2d4e5f60718' }],
     };
     await api.call('POST', '/orgs/{org_id}/integrations/alertmanager', { params: org, body: alert, expect: 200 });
+    // PagerDuty's senders send no Authorization header: the routing key is in the body (an unknown one: only the service can tell).
+    const event = { routing_key: routingKey, event_action: 'trigger', dedup_key: 'tour', payload: { summary: 'Tour', source: 'tour', severity: 'critical' } };
+    await api.call('POST', '/integrations/pagerduty/v2/enqueue', { body: event, key: null, expect: 202 });
+    await api.call('POST', '/integrations/pagerduty/v2/enqueue', { body: { ...event, routing_key: 'enk_int_0' }, key: null, expect: 400 });
     // The body of a resolution is optional: none, then an empty object (already resolved: 200).
     await api.call('POST', '/orgs/{org_id}/emergencies/{emergency_id}/resolutions', { params: emergency, expect: 201 });
     await api.call('POST', '/orgs/{org_id}/emergencies/{emergency_id}/resolutions', { params: emergency, body: {}, expect: 200 });

@@ -131,6 +131,8 @@ export const pagerDutyRoutes =
       schema: {
         headers: idempotencyHeaders,
         operationId: 'enqueuePagerDutyEvent',
+        // No Authorization header, as in PagerDuty: the routing key is in the body.
+        security: [],
         tags: ['integrations'],
         summary: 'PagerDuty Events API v2: send an alert event (an integration key as routing_key).',
         description:

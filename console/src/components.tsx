@@ -44,6 +44,15 @@ export function StatusBadge({ status }: { status: EmergencyStatus }) {
   return <span class={`badge status-${status}`}>{STATUS_LABEL[status] ?? status}</span>;
 }
 
+/** EXERCISE, in words, on every exercise (a drill): never to be taken for a real alarm. */
+export function ExerciseBadge({ exercise }: { exercise: boolean | undefined }) {
+  return exercise ? (
+    <span class="badge exercise" title="An exercise (a drill), not a real alarm">
+      EXERCISE
+    </span>
+  ) : null;
+}
+
 export function CategoryChip({ category }: { category: Emergency['category'] }) {
   return (
     <span class="category">

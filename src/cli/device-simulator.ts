@@ -35,7 +35,12 @@ interface DeliveryView {
   completedAfterMs?: number;
 }
 
-type AlertEvent = { eventType?: string; emergencyId?: string; createdAt?: string; data?: { emergency?: EmergencyView } & DeliveryView };
+type AlertEvent = {
+  eventType?: string;
+  emergencyId?: string;
+  createdAt?: string;
+  data?: { emergency?: EmergencyView; exercise?: boolean } & DeliveryView;
+};
 
 /** "declared #41": the watched event a deadline event is about. */
 function watchedEvent(d: DeliveryView): string {
@@ -63,7 +68,8 @@ function formatDelivery(head: string, event: AlertEvent): string {
 
 /** One alert as a base station would show it. */
 export function formatAlert(offset: number, event: AlertEvent): string {
-  const head = `[${event.createdAt ?? new Date().toISOString()}] #${offset}`;
+  // An exercise says so first, as a base station must: never mistaken for a real alarm.
+  const head = `[${event.createdAt ?? new Date().toISOString()}] #${offset}${event.data?.exercise === true ? ' EXERCISE' : ''}`;
   if (event.eventType === 'emergency.delivery_overdue' || event.eventType === 'emergency.delivery_completed') return formatDelivery(head, event);
   const e = event.data?.emergency ?? {};
   const kind = (event.eventType ?? 'event').replace(/^emergency\./, '').toUpperCase();

@@ -28,6 +28,7 @@ export const INSERT_COLUMNS = {
     sequence: 'integer',
     record: 'text',
     record_sequence: 'integer',
+    exercise: 'integer',
   },
   emergency_resolutions: {
     emergency_id: 'text',

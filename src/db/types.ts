@@ -104,6 +104,8 @@ export interface EmergencyTable {
   /** The emergency as the API returns it (JSON), valid only while record_sequence equals sequence; null on older rows. */
   record: string | null;
   record_sequence: number | null;
+  /** 1 for an exercise emergency (extensions §11), fixed at the declare. */
+  exercise: number;
 }
 export interface ResolutionTable {
   emergency_id: string;

@@ -46,8 +46,8 @@ const EMERGENCY_ID = '0195f3a8-0000-7000-8000-000000000002';
 /** What `data` holds, by event type. */
 const DATA: Partial<Record<EventType | 'change', { text: string; example: (type: string) => Json }>> = {
   change: {
-    text: '`data.emergency` is the Emergency after the change.',
-    example: (type) => ({ emergency: { emergencyId: EMERGENCY_ID, status: type.split('.')[1] } }),
+    text: '`data.emergency` is the Emergency after the change; `data.exercise` is true for an exercise (a drill).',
+    example: (type) => ({ emergency: { emergencyId: EMERGENCY_ID, status: type.split('.')[1], exercise: false }, exercise: false }),
   },
   [DELIVERY_OVERDUE]: {
     text:
@@ -64,13 +64,14 @@ const DATA: Partial<Record<EventType | 'change', { text: string; example: (type:
       acknowledged: 2,
       silentDevices: [{ deviceId: '0195f3a8-0000-7000-8000-000000000003', name: 'Gym base station', online: false, lastSeenAt: '2026-11-21T16:02:11.000Z' }],
       silentDevicesTotal: 1,
+      exercise: false,
     }),
   },
   [DELIVERY_COMPLETED]: {
     text:
       'Appended once after an emergency.delivery_overdue, when every station the watched event targets has acknowledged it: ' +
       'stop escalating. `data` (DeliveryCompletedData) carries `completedAfterMs`, from the overdue event to the last acknowledgement.',
-    example: () => ({ emergencyId: EMERGENCY_ID, eventOffset: 41, eventType: 'emergency.declared', targeted: 3, completedAfterMs: 48210 }),
+    example: () => ({ emergencyId: EMERGENCY_ID, eventOffset: 41, eventType: 'emergency.declared', targeted: 3, completedAfterMs: 48210, exercise: false }),
   },
 };
 

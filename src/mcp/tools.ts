@@ -72,6 +72,7 @@ export const TOOLS: readonly ToolDefinition[] = [
       'cursor for the next page (null on the last page). Filter by externalId to find an emergency after an ambiguous write. Permission: emergencies:read.',
     permission: 'emergencies:read',
     input: listEmergenciesQuery
+      .omit({ exercise: true })
       .safeExtend({
         orgId,
         status: listEmergenciesQuery.shape.status.describe('Only emergencies in this state: declared, categorized or resolved.'),
@@ -79,6 +80,7 @@ export const TOOLS: readonly ToolDefinition[] = [
         externalId: listEmergenciesQuery.shape.externalId.describe('Only the emergency with this caller-supplied externalId.'),
         since: listEmergenciesQuery.shape.since.describe('Only emergencies with occurredAt at or after this ISO-8601 time (with a zone).'),
         until: listEmergenciesQuery.shape.until.describe('Only emergencies with occurredAt before this ISO-8601 time (with a zone).'),
+        exercise: z.boolean().optional().describe('true: only exercises (drills); false: only real emergencies; omitted: both.'),
       })
       .strict(),
     output: emergencyPage,
@@ -167,7 +169,8 @@ export const TOOLS: readonly ToolDefinition[] = [
     name: 'create_emergency',
     title: 'Declare an emergency',
     description:
-      'Declares an emergency: it is real, alerts every base-station device of the organization and notifies webhook subscribers. ' +
+      'Declares an emergency: it is real, alerts every base-station device of the organization and notifies webhook subscribers; ' +
+      'with exercise: true it is an exercise (a drill), shown everywhere as such and never as a real alarm. ' +
       'Without categoryId/categoryName it lands under Uncategorized. Supply externalId (your incident id) so a retry cannot ' +
       'create a duplicate: a repeated externalId is refused with the existing emergencyId. Returns the Emergency. Permission: emergencies:write.',
     permission: 'emergencies:write',
@@ -179,6 +182,7 @@ export const TOOLS: readonly ToolDefinition[] = [
         description: declareInput.shape.description.describe('What is happening, at most 4000 characters.'),
         location: locationSchema.optional().describe('Where: latitude and longitude (together), and/or floorId.'),
         metadata: declareInput.shape.metadata.describe('Free-form JSON object kept with the emergency, at most 16 KiB serialized.'),
+        exercise: declareInput.shape.exercise.describe('true for an exercise (a drill, announced as such everywhere); default false. Fixed once declared.'),
       })
       .strict(),
     output: emergencyRecord,

@@ -412,7 +412,7 @@ export interface paths {
      * Ingest another system's CAP 1.2 alert (permission: emergencies:write).
      * @description Alert → declares an emergency (201) with externalId `sender,identifier` (a repeat is a 409 external_id_conflict with emergencyId), source `cap`, occurredAt the alert's `sent`, description from the info, location from the first area (a circle's center, else a polygon's centroid), declaredBy from senderName. Update → re-categorizes (200) and Cancel → resolves (201, or 200 when already resolved) the emergency its `references` name (an ingested Alert by sender,identifier, or an alert of this service). The category is the organization's mapping of the info's `event` (admin API `/orgs/{org_id}/cap-mappings`, case-insensitive), else Uncategorized.
      *
-     *     Refused with 422 (loc ["body"], the reason in msg): a DOCTYPE or entity declaration (`xml_doctype_forbidden`, never parsed), nesting deeper than 32 (`too_deep`), not well-formed or not UTF-8 (`xml_invalid`), not valid by the CAP 1.2 schema (`cap_invalid`), status other than Actual (`cap_status_unsupported`), msgType Ack or Error (`cap_msgtype_unsupported`), an Update or Cancel without references (`cap_references_missing`).
+     *     Refused with 422 (loc ["body"], the reason in msg): a DOCTYPE or entity declaration (`xml_doctype_forbidden`, never parsed), nesting deeper than 32 (`too_deep`), not well-formed or not UTF-8 (`xml_invalid`), not valid by the CAP 1.2 schema (`cap_invalid`), status System or Draft (`cap_status_unsupported`; Exercise and Test declare an exercise), msgType Ack or Error (`cap_msgtype_unsupported`), an Update or Cancel without references (`cap_references_missing`).
      */
     post: operations['ingestCapAlert'];
     delete?: never;
@@ -474,7 +474,7 @@ export interface webhooks {
     put?: never;
     /**
      * emergency.declared: An emergency was declared.
-     * @description An emergency was declared. POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; `data.emergency` is the Emergency after the change. Answer 2xx within the timeout; anything else is retried on the retry schedule.
+     * @description An emergency was declared. POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; `data.emergency` is the Emergency after the change; `data.exercise` is true for an exercise (a drill). Answer 2xx within the timeout; anything else is retried on the retry schedule.
      */
     post: operations['webhook_emergency_declared'];
     delete?: never;
@@ -494,7 +494,7 @@ export interface webhooks {
     put?: never;
     /**
      * emergency.categorized: An emergency was moved to another category.
-     * @description An emergency was moved to another category. POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; `data.emergency` is the Emergency after the change. Answer 2xx within the timeout; anything else is retried on the retry schedule.
+     * @description An emergency was moved to another category. POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; `data.emergency` is the Emergency after the change; `data.exercise` is true for an exercise (a drill). Answer 2xx within the timeout; anything else is retried on the retry schedule.
      */
     post: operations['webhook_emergency_categorized'];
     delete?: never;
@@ -514,7 +514,7 @@ export interface webhooks {
     put?: never;
     /**
      * emergency.resolved: An emergency was resolved.
-     * @description An emergency was resolved. POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; `data.emergency` is the Emergency after the change. Answer 2xx within the timeout; anything else is retried on the retry schedule.
+     * @description An emergency was resolved. POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; `data.emergency` is the Emergency after the change; `data.exercise` is true for an exercise (a drill). Answer 2xx within the timeout; anything else is retried on the retry schedule.
      */
     post: operations['webhook_emergency_resolved'];
     delete?: never;
@@ -633,6 +633,8 @@ export interface components {
       }[];
       /** @description Every targeted device that had not acknowledged it (targeted - acknowledged). */
       silentDevicesTotal: number;
+      /** @description true when the emergency is an exercise (a drill): show it as such, never as a real alarm. */
+      exercise: boolean;
     };
     DeliveryCompletedData: {
       /** Format: uuid */
@@ -648,12 +650,16 @@ export interface components {
       targeted: number;
       /** @description From the delivery_overdue event to the acknowledgement that completed the delivery. */
       completedAfterMs: number;
+      /** @description true when the emergency is an exercise (a drill): show it as such, never as a real alarm. */
+      exercise: boolean;
     };
     EmergencyChangeData: {
       /** @description The Emergency record after the change. */
       emergency: {
         [key: string]: unknown;
       };
+      /** @description true when the emergency is an exercise (a drill): show it as such, never as a real alarm. */
+      exercise: boolean;
     };
     EventEnvelope: {
       /** Format: uuid */
@@ -673,7 +679,7 @@ export interface components {
       emergencyId: string;
       /** @description Position in the emergency's timeline, from 1. */
       sequence: number;
-      /** @description By eventType: declared, categorized and resolved carry `{emergency}` (the Emergency after the change); delivery_overdue and delivery_completed carry the acknowledgement-deadline data of the event they watch. */
+      /** @description By eventType: declared, categorized and resolved carry `{emergency, exercise}` (the Emergency after the change); delivery_overdue and delivery_completed carry the acknowledgement-deadline data of the event they watch. */
       data: components['schemas']['EmergencyChangeData'] | components['schemas']['DeliveryOverdueData'] | components['schemas']['DeliveryCompletedData'];
     };
     /** @description Every non-field error: `{detail:{error,message,...}}`. */
@@ -985,6 +991,8 @@ export interface components {
         /** @description Display name of the person. */
         name: string;
       };
+      /** @description true declares an exercise: a drill, never a real alarm. Every event, device frame, webhook, feed entry and CAP export (status Exercise) carries it; fixed once declared. Default false. */
+      exercise?: boolean;
     };
     RecategorizeEmergencyRequest: {
       /** @description Category id from the categories list. */
@@ -1067,6 +1075,8 @@ export interface components {
       metadata: {
         [key: string]: unknown;
       } | null;
+      /** @description An exercise (a drill), not a real alarm: show it as such. */
+      exercise: boolean;
     };
     EmergencyPage: {
       /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
@@ -1721,6 +1731,8 @@ export interface operations {
         status?: 'declared' | 'categorized' | 'resolved';
         categoryId?: string;
         externalId?: string;
+        /** @description true: exercises only; false: real emergencies only; absent: both. */
+        exercise?: 'true' | 'false';
         /** @description occurredAt >= since (ISO-8601). */
         since?: string;
         /** @description occurredAt < until (ISO-8601). */
@@ -1784,7 +1796,8 @@ export interface operations {
            *             "floorId": "string"
            *           },
            *           "resolutionNote": "string",
-           *           "metadata": {}
+           *           "metadata": {},
+           *           "exercise": true
            *         }
            *       ],
            *       "nextCursor": "string"
@@ -2053,7 +2066,8 @@ export interface operations {
            *         "floorId": "string"
            *       },
            *       "resolutionNote": "string",
-           *       "metadata": {}
+           *       "metadata": {},
+           *       "exercise": true
            *     }
            */
           'application/json': components['schemas']['Emergency'];
@@ -2377,7 +2391,8 @@ export interface operations {
            *         "floorId": "string"
            *       },
            *       "resolutionNote": "string",
-           *       "metadata": {}
+           *       "metadata": {},
+           *       "exercise": true
            *     }
            */
           'application/json': components['schemas']['Emergency'];
@@ -2666,7 +2681,8 @@ export interface operations {
            *         "floorId": "string"
            *       },
            *       "resolutionNote": "string",
-           *       "metadata": {}
+           *       "metadata": {},
+           *       "exercise": true
            *     }
            */
           'application/json': components['schemas']['Emergency'];
@@ -3020,7 +3036,8 @@ export interface operations {
            *         "floorId": "string"
            *       },
            *       "resolutionNote": "string",
-           *       "metadata": {}
+           *       "metadata": {},
+           *       "exercise": true
            *     }
            */
           'application/json': components['schemas']['Emergency'];
@@ -3070,7 +3087,8 @@ export interface operations {
            *         "floorId": "string"
            *       },
            *       "resolutionNote": "string",
-           *       "metadata": {}
+           *       "metadata": {},
+           *       "exercise": true
            *     }
            */
           'application/json': components['schemas']['Emergency'];
@@ -4164,7 +4182,8 @@ export interface operations {
            *             "emergencyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *             "sequence": 1,
            *             "data": {
-           *               "emergency": {}
+           *               "emergency": {},
+           *               "exercise": true
            *             }
            *           }
            *         }
@@ -4447,7 +4466,8 @@ export interface operations {
            *             "emergencyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *             "sequence": 1,
            *             "data": {
-           *               "emergency": {}
+           *               "emergency": {},
+           *               "exercise": true
            *             }
            *           }
            *         }
@@ -7261,7 +7281,8 @@ export interface operations {
            *         "floorId": "string"
            *       },
            *       "resolutionNote": "string",
-           *       "metadata": {}
+           *       "metadata": {},
+           *       "exercise": true
            *     }
            */
           'application/json': components['schemas']['Emergency'];
@@ -7311,7 +7332,8 @@ export interface operations {
            *         "floorId": "string"
            *       },
            *       "resolutionNote": "string",
-           *       "metadata": {}
+           *       "metadata": {},
+           *       "exercise": true
            *     }
            */
           'application/json': components['schemas']['Emergency'];
@@ -8159,8 +8181,10 @@ export interface operations {
          *       "data": {
          *         "emergency": {
          *           "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
-         *           "status": "declared"
-         *         }
+         *           "status": "declared",
+         *           "exercise": false
+         *         },
+         *         "exercise": false
          *       }
          *     }
          */
@@ -8219,8 +8243,10 @@ export interface operations {
          *       "data": {
          *         "emergency": {
          *           "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
-         *           "status": "categorized"
-         *         }
+         *           "status": "categorized",
+         *           "exercise": false
+         *         },
+         *         "exercise": false
          *       }
          *     }
          */
@@ -8279,8 +8305,10 @@ export interface operations {
          *       "data": {
          *         "emergency": {
          *           "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
-         *           "status": "resolved"
-         *         }
+         *           "status": "resolved",
+         *           "exercise": false
+         *         },
+         *         "exercise": false
          *       }
          *     }
          */
@@ -8351,7 +8379,8 @@ export interface operations {
          *             "lastSeenAt": "2026-11-21T16:02:11.000Z"
          *           }
          *         ],
-         *         "silentDevicesTotal": 1
+         *         "silentDevicesTotal": 1,
+         *         "exercise": false
          *       }
          *     }
          */
@@ -8412,7 +8441,8 @@ export interface operations {
          *         "eventOffset": 41,
          *         "eventType": "emergency.declared",
          *         "targeted": 3,
-         *         "completedAfterMs": 48210
+         *         "completedAfterMs": 48210,
+         *         "exercise": false
          *       }
          *     }
          */

@@ -11,8 +11,8 @@ type DeadlineEventType = 'emergency.delivery_overdue' | 'emergency.delivery_comp
 /** An emergency transition (declared, categorized, resolved): `data.emergency` is the emergency after the change. */
 export type EmergencyChangeEvent = Envelope & {
   eventType: Exclude<components['schemas']['EventEnvelope']['eventType'], DeadlineEventType>;
-  /** The emergency after the change. */
-  data: { emergency: Emergency };
+  /** The emergency after the change; `exercise`: true for an exercise (a drill), to be shown as such, never as a real alarm. */
+  data: { emergency: Emergency; exercise: boolean };
 };
 
 /** Base stations did not acknowledge an event of the emergency by its acknowledgement deadline: `data` names them. */

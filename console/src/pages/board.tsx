@@ -1,7 +1,7 @@
 import { useEffect, useId, useMemo, useRef, useState } from 'preact/hooks';
 import { allPages, pub, unwrap } from '../api';
 import { useLiveEvents, useOrg } from '../context';
-import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, Note, Severity, StatusBadge, Time } from '../components';
+import { CategoryChip, ConfirmDialog, ErrorNote, ExerciseBadge, Link, Loading, Note, Severity, StatusBadge, Time } from '../components';
 import {
   changedEmergency,
   type Deliveries,
@@ -156,6 +156,7 @@ export function BoardPage() {
                 <td data-label="Status">
                   <span class="status-cell">
                     <StatusBadge status={e.status} />
+                    <ExerciseBadge exercise={e.exercise} />
                     <OverdueMark deliveries={overdue.get(e.emergencyId)} />
                   </span>
                 </td>
@@ -219,11 +220,12 @@ function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
   const [categoryId, setCategoryId] = useState('');
   const [description, setDescription] = useState('');
   const [floor, setFloor] = useState('');
+  const [exercise, setExercise] = useState(false);
   const [confirming, setConfirming] = useState(false);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
   const [done, setDone] = useState<Emergency | null>(null);
-  const ids = { category: useId(), description: useId(), floor: useId() };
+  const ids = { category: useId(), description: useId(), floor: useId(), exercise: useId() };
 
   const chosen = categories?.find((c) => c.categoryId === categoryId) ?? categories?.[0];
 
@@ -239,6 +241,7 @@ function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
             ...(description.trim() ? { description: description.trim() } : {}),
             ...(floor.trim() ? { location: { floorId: floor.trim() } } : {}),
             ...(displayName ? { declaredBy: actorOf(displayName) } : {}),
+            ...(exercise ? { exercise: true } : {}),
           },
         }),
       );
@@ -247,6 +250,7 @@ function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
       setOpen(false);
       setDescription('');
       setFloor('');
+      setExercise(false);
     } catch (err) {
       setError(err);
     } finally {
@@ -308,6 +312,10 @@ function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
             <label for={ids.floor}>Floor (optional)</label>
             <input id={ids.floor} maxLength={128} value={floor} onInput={(e) => setFloor((e.target as HTMLInputElement).value)} />
           </div>
+          <div class="field checkbox">
+            <input id={ids.exercise} type="checkbox" checked={exercise} onChange={(e) => setExercise((e.target as HTMLInputElement).checked)} />
+            <label for={ids.exercise}>Exercise: a drill, shown as EXERCISE everywhere, never as a real alarm</label>
+          </div>
           <div class="actions">
             <button type="button" class="secondary" onClick={() => setOpen(false)}>
               Cancel
@@ -320,8 +328,8 @@ function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
       )}
       {confirming && chosen && (
         <ConfirmDialog
-          title="Declare this emergency?"
-          confirmLabel="Declare now"
+          title={exercise ? 'Declare this exercise?' : 'Declare this emergency?'}
+          confirmLabel={exercise ? 'Declare the exercise now' : 'Declare now'}
           danger
           busy={busy}
           error={error}
@@ -330,8 +338,9 @@ function DeclarePanel({ orgId, orgName }: { orgId: string; orgName: string }) {
           onCancel={() => setConfirming(false)}
         >
           <p>
-            A <strong>{chosen.name}</strong> emergency (severity {chosen.severity}) is declared for <strong>{orgName}</strong>. Every base station and webhook
-            of the organization is alerted at once.
+            {exercise && <ExerciseBadge exercise />} A <strong>{chosen.name}</strong> {exercise ? 'exercise' : 'emergency'} (severity {chosen.severity}) is
+            declared for <strong>{orgName}</strong>. Every base station and webhook of the organization is alerted at once
+            {exercise ? ', marked as an exercise.' : '.'}
           </p>
           {description.trim() && <p class="muted">“{description.trim()}”</p>}
         </ConfirmDialog>

@@ -1,7 +1,21 @@
 import { useEffect, useId, useMemo, useRef, useState } from 'preact/hooks';
 import { allPages, ApiError, attachmentUrl, explain, newIdempotencyKey, pub, unwrap } from '../api';
 import { useLiveEvents, useOrg, useSession } from '../context';
-import { CategoryChip, ConfirmDialog, ErrorNote, Link, Loading, NameField, Note, Severity, StatusBadge, Time, tidyName, useLoad } from '../components';
+import {
+  CategoryChip,
+  ConfirmDialog,
+  ErrorNote,
+  ExerciseBadge,
+  Link,
+  Loading,
+  NameField,
+  Note,
+  Severity,
+  StatusBadge,
+  Time,
+  tidyName,
+  useLoad,
+} from '../components';
 import {
   changedEmergency,
   COMPLETED,
@@ -94,7 +108,7 @@ export function EmergencyPage({ emergencyId }: { emergencyId: string }) {
       </p>
       <div class="page-head">
         <h1 id="emergency-title">
-          {e.category.name} emergency <StatusBadge status={e.status} />
+          {e.category.name} emergency <StatusBadge status={e.status} /> <ExerciseBadge exercise={e.exercise} />
           {overdueOpen && <span class="badge overdue">Delivery overdue</span>}
         </h1>
       </div>

@@ -17,6 +17,7 @@ import * as connectionQuotas from './0015_connection_quotas.js';
 import * as oauth from './0017_oauth.js';
 import * as integrations from './0018_integrations.js';
 import * as capRelay from './0019_cap_relay.js';
+import * as exercise from './0020_exercise.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '0017_oauth': oauth,
   '0018_integrations': integrations,
   '0019_cap_relay': capRelay,
+  '0020_exercise': exercise,
 };

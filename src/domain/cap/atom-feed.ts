@@ -38,7 +38,8 @@ export function atomFeed(org: { id: string; name: string }, entries: FeedEntry[]
   for (const { emergency, alert, updated } of entries) {
     const entry = feed.ele('entry');
     entry.ele('id').txt(`urn:uuid:${emergency.emergencyId}`);
-    entry.ele('title').txt(literal(alert.info.headline));
+    // An exercise is named so in every reader's list, before anything else.
+    entry.ele('title').txt(literal(emergency.exercise === true ? `EXERCISE: ${alert.info.headline}` : alert.info.headline));
     entry.ele('updated').txt(updated);
     entry.ele('published').txt(emergency.createdAt);
     entry.ele('link', { rel: 'alternate', type: 'application/cap+xml', href: literal(`${links.emergencies}/${emergency.emergencyId}/cap`) });

@@ -81,6 +81,7 @@ export function currentAlert(
     identifier: current.identifier,
     sender,
     sent: capTime(current.sent),
+    status: emergency.exercise === true ? 'Exercise' : 'Actual',
     msgType: current.msgType,
     note: resolved ? emergency.resolutionNote : null,
     references: references.length > 0 ? references.join(' ') : null,

@@ -89,13 +89,15 @@ export interface IngestResult {
 export async function ingestCapAlert(ctx: AppContext, caller: Caller, orgId: string, text: string, write: WriteOptions = {}): Promise<IngestResult> {
   const org = await authorize(ctx, caller, orgId, 'emergencies:write');
   const alert = await ctx.offload.run(callerKey(caller), readCapAlertTask, text);
-  if (alert.status !== 'Actual') {
+  if (!INGESTED_STATUSES.includes(alert.status)) {
     throw fieldError(
       ['body', 'status'],
-      `status ${alert.status} is not accepted: this service has no exercise or test mode, only Actual alerts are ingested`,
+      `status ${alert.status} is not accepted: send Actual, or Exercise or Test (declared as an exercise)`,
       'cap_status_unsupported',
     );
   }
+  // Exercise and Test are practice (extensions §11): never a real alarm.
+  const exercise = alert.status !== 'Actual';
   const { info, categoryId } = await mappedInfo(ctx, org.id, alert.infos);
   const actor = { id: alert.sender.slice(0, 256), name: (info?.senderName || alert.sender).slice(0, 256) };
   const sent = isoOfSent(alert.sent);
@@ -105,8 +107,9 @@ export async function ingestCapAlert(ctx: AppContext, caller: Caller, orgId: str
   const msgType: IngestedMsgType = alert.msgType;
   // Refused before its document is kept: an Alert's sender and identifier must fit the externalId, an Update or Cancel must
   // name an emergency of the org.
-  const declareInput = msgType === 'Alert' ? declareInputOf(alert, info, categoryId, actor, sent) : null;
+  const declareInput = msgType === 'Alert' ? { ...declareInputOf(alert, info, categoryId, actor, sent), exercise } : null;
   const emergencyId = msgType === 'Alert' ? null : await referencedEmergencyId(ctx, org.id, alert.references);
+  if (emergencyId !== null) await requireSameStatus(ctx, org.id, emergencyId, exercise);
   const key = { sender: alert.sender, identifier: alert.identifier };
   if (emergencyId !== null) {
     // A repeated Update or Cancel (a retry) is answered with the emergency as it is, rather than made a second transition.
@@ -137,6 +140,21 @@ export async function ingestCapAlert(ctx: AppContext, caller: Caller, orgId: str
   }
   await settleChain(ctx, org.id, result.emergency, key, kept);
   return result;
+}
+
+/** The CAP statuses ingested: Actual alerts, and Exercise and Test ones as exercises; System and Draft are not for people. */
+const INGESTED_STATUSES = ['Actual', 'Exercise', 'Test'];
+
+/** An Update or Cancel has the status of the alert it is about: an exercise never changes a real emergency, nor the reverse. */
+async function requireSameStatus(ctx: AppContext, orgId: string, emergencyId: string, exercise: boolean): Promise<void> {
+  const row = await emergencyForCap(ctx.db.db, orgId, emergencyId);
+  if (row && (JSON.parse(row.record) as EmergencyRecord).exercise !== exercise) {
+    throw fieldError(
+      ['body', 'status'],
+      exercise ? 'An Exercise or Test message cannot change a real emergency' : 'An Actual message cannot change an exercise: send it as Exercise',
+      'cap_status_mismatch',
+    );
+  }
 }
 
 function isIngestible(msgType: string): msgType is IngestedMsgType {

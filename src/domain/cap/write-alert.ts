@@ -16,6 +16,8 @@ export interface OutgoingAlert {
   sender: string;
   /** CAP time (see capTime). */
   sent: string;
+  /** Exercise for an exercise emergency (extensions §11), Actual otherwise. */
+  status: 'Actual' | 'Exercise';
   msgType: CapMsgType;
   note: string | null;
   /** `sender,identifier,sent` of earlier messages, space-separated; null when there are none. */
@@ -58,7 +60,7 @@ export function appendAlert(parent: XMLBuilder, alert: OutgoingAlert): void {
   text(root, 'identifier', alert.identifier);
   text(root, 'sender', alert.sender);
   text(root, 'sent', alert.sent);
-  text(root, 'status', 'Actual');
+  text(root, 'status', alert.status);
   text(root, 'msgType', alert.msgType);
   text(root, 'scope', 'Private');
   text(root, 'note', alert.note);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { EMERGENCY_CHANGE_TYPES } from '../../log/event-types.js';
-import { timestamp, uuid } from '../shared/schema.js';
+import { exerciseFlag, timestamp, uuid } from '../shared/schema.js';
 
 export const ACK_DEADLINE_MIN_SECONDS = 5;
 export const ACK_DEADLINE_MAX_SECONDS = 3600;
@@ -47,6 +47,7 @@ export const deliveryOverdueData = z
       )
       .describe(`Targeted devices that had not acknowledged it, by name: at most ${SILENT_DEVICES_LISTED}.`),
     silentDevicesTotal: z.number().int().describe('Every targeted device that had not acknowledged it (targeted - acknowledged).'),
+    exercise: exerciseFlag,
   })
   .meta({ id: 'DeliveryOverdueData' });
 
@@ -55,8 +56,10 @@ export const deliveryCompletedData = z
     ...watchedEvent,
     targeted: z.number().int().describe('Devices the watched event targets now, every one of which has acknowledged it.'),
     completedAfterMs: z.number().int().describe('From the delivery_overdue event to the acknowledgement that completed the delivery.'),
+    exercise: exerciseFlag,
   })
   .meta({ id: 'DeliveryCompletedData' });
 
-export type DeliveryOverdueData = z.infer<typeof deliveryOverdueData>;
-export type DeliveryCompletedData = z.infer<typeof deliveryCompletedData>;
+/** The data as worked out by the watch; `exercise` is added with the event, from its emergency. */
+export type DeliveryOverdueData = Omit<z.infer<typeof deliveryOverdueData>, 'exercise'>;
+export type DeliveryCompletedData = Omit<z.infer<typeof deliveryCompletedData>, 'exercise'>;

@@ -81,9 +81,11 @@ async function appendFollowUps(tx: Tx, followUps: FollowUp[], at: string): Promi
     const locked = await tx.emergencies.lockForChange(orgId, emergencyId);
     if (locked) {
       let sequence = Number(locked.sequence);
+      // Like every event of an emergency, the follow-ups say whether it is an exercise.
+      const exercise = (JSON.parse(locked.record) as { exercise?: boolean }).exercise === true;
       for (const followUp of sorted.slice(i, j)) {
         sequence++;
-        appendEvent(tx, { eventId: newId(), orgId, emergencyId, eventType: followUp.eventType, sequence, data: { ...followUp.data }, createdAt: at });
+        appendEvent(tx, { eventId: newId(), orgId, emergencyId, eventType: followUp.eventType, sequence, data: { ...followUp.data, exercise }, createdAt: at });
       }
       // The record is unchanged: only the timeline grew.
       tx.emergencies.update(orgId, emergencyId, { status: locked.status, category_id: locked.category_id, sequence, updated_at: at, record: locked.record });

@@ -50,6 +50,13 @@ export const declareInput = z
     location: locationSchema.optional(),
     metadata: metadataInput.optional(),
     declaredBy: actorInput.optional().describe('The person declaring; defaults to the API key.'),
+    exercise: z
+      .boolean()
+      .optional()
+      .describe(
+        'true declares an exercise: a drill, never a real alarm. Every event, device frame, webhook, feed entry and CAP export ' +
+          '(status Exercise) carries it; fixed once declared. Default false.',
+      ),
   })
   .refine((b) => !(b.categoryId !== undefined && b.categoryName !== undefined), {
     message: 'give categoryId or categoryName, not both',
@@ -78,6 +85,11 @@ export const listEmergenciesQuery = z.object({
   status: z.enum(EMERGENCY_STATUSES).optional(),
   categoryId: z.string().max(64).optional(),
   externalId: z.string().min(1).max(256).optional(),
+  exercise: z
+    .enum(['true', 'false'], { message: 'must be true or false' })
+    .transform((v) => v === 'true')
+    .optional()
+    .describe('true: exercises only; false: real emergencies only; absent: both.'),
   since: isoTimestampInput.optional().describe('occurredAt >= since (ISO-8601).'),
   until: isoTimestampInput.optional().describe('occurredAt < until (ISO-8601).'),
   cursor: cursorParam.optional(),
@@ -101,6 +113,7 @@ export const emergencyRecord = z
     location: z.object({ latitude: z.number().nullable(), longitude: z.number().nullable(), floorId: z.string().nullable() }).nullable(),
     resolutionNote: z.string().nullable(),
     metadata: z.record(z.string(), z.unknown()).nullable(),
+    exercise: z.boolean().describe('An exercise (a drill), not a real alarm: show it as such.'),
   })
   .meta({ id: 'Emergency' });
 

@@ -57,8 +57,8 @@ function recordTransition(
     emergencyId: emergency.emergencyId,
     eventType,
     sequence,
-    data: { emergency },
-    dataJson: eventDataJson(change.recordJson),
+    data: { emergency, exercise: emergency.exercise },
+    dataJson: eventDataJson(change.recordJson, emergency.exercise),
     createdAt: change.at,
   });
   recordAckDeadline(writes, event, change.ackDeadline);
@@ -92,6 +92,7 @@ function declaredEmergency(caller: Caller, orgId: string, input: DeclareInput, c
       : null,
     resolutionNote: null,
     metadata: input.metadata ?? null,
+    exercise: input.exercise ?? false,
   };
   const row = {
     id: emergency.emergencyId,
@@ -109,6 +110,7 @@ function declaredEmergency(caller: Caller, orgId: string, input: DeclareInput, c
     metadata: toJson(input.metadata),
     sequence: 1,
     record: JSON.stringify(emergency),
+    exercise: emergency.exercise ? 1 : 0,
   };
   return { emergency, row };
 }
@@ -176,6 +178,7 @@ export async function listEmergenciesJson(ctx: AppContext, caller: Caller, orgId
   if (params.status) query = query.where('e.status', '=', params.status);
   if (params.categoryId) query = query.where('e.category_id', '=', params.categoryId.toLowerCase());
   if (params.externalId) query = query.where('e.external_id', '=', params.externalId);
+  if (params.exercise !== undefined) query = query.where('e.exercise', '=', params.exercise ? 1 : 0);
   if (params.since) query = query.where('e.occurred_at', '>=', params.since);
   if (params.until) query = query.where('e.occurred_at', '<', params.until);
   if (params.cursor) {

@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { EVENT_TYPES, type EventType } from '../../log/event-types.js';
 import { PAGE_BYTES } from '../shared/page-bytes.js';
 import { deliveryCompletedData, deliveryOverdueData } from '../deadlines/schema.js';
-import { cursorParam, INT4_MAX, timestamp, uuid } from '../shared/schema.js';
+import { cursorParam, exerciseFlag, INT4_MAX, timestamp, uuid } from '../shared/schema.js';
 
 /** The `data` of a transition (declared, categorized, resolved). */
 export const emergencyChangeData = z
-  .object({ emergency: z.record(z.string(), z.unknown()).describe('The Emergency record after the change.') })
+  .object({ emergency: z.record(z.string(), z.unknown()).describe('The Emergency record after the change.'), exercise: exerciseFlag })
   .meta({ id: 'EmergencyChangeData' });
 
 /** The envelope every consumer receives: device frames, webhook bodies and the event feed carry it byte for byte. */
@@ -22,7 +22,7 @@ export const eventEnvelope = z
     data: z
       .union([emergencyChangeData, deliveryOverdueData, deliveryCompletedData])
       .describe(
-        'By eventType: declared, categorized and resolved carry `{emergency}` (the Emergency after the change); ' +
+        'By eventType: declared, categorized and resolved carry `{emergency, exercise}` (the Emergency after the change); ' +
           'delivery_overdue and delivery_completed carry the acknowledgement-deadline data of the event they watch.',
       ),
   })

@@ -92,3 +92,6 @@ export interface Page<T> {
   items: T[];
   nextCursor: string | null;
 }
+
+/** Every event's `data` says whether its emergency is an exercise (extensions §11). */
+export const exerciseFlag = z.boolean().describe('true when the emergency is an exercise (a drill): show it as such, never as a real alarm.');

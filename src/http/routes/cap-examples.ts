@@ -25,6 +25,7 @@ const emergency: EmergencyRecord = {
   location: { latitude: 47.6205, longitude: -122.3493, floorId: 'B-2' },
   resolutionNote: null,
   metadata: null,
+  exercise: false,
 };
 const row = { id: EMERGENCY_ID, record: '', sequence: 2, updated_at: '2026-11-21T17:46:02.000Z' };
 const transitions = [{ emergency_id: EMERGENCY_ID, event_type: 'emergency.categorized', sequence: 2, created_at: '2026-11-21T17:46:02.000Z' }];

@@ -142,7 +142,7 @@ export const capRoutes =
           '`/orgs/{org_id}/cap-mappings`, case-insensitive), else Uncategorized.\n\n' +
           'Refused with 422 (loc ["body"], the reason in msg): a DOCTYPE or entity declaration (`xml_doctype_forbidden`, never ' +
           'parsed), nesting deeper than 32 (`too_deep`), not well-formed or not UTF-8 (`xml_invalid`), not valid by the CAP 1.2 ' +
-          'schema (`cap_invalid`), status other than Actual (`cap_status_unsupported`), msgType Ack or Error ' +
+          'schema (`cap_invalid`), status System or Draft (`cap_status_unsupported`; Exercise and Test declare an exercise), msgType Ack or Error ' +
           '(`cap_msgtype_unsupported`), an Update or Cancel without references (`cap_references_missing`).',
         consumes: CAP_MEDIA_TYPES,
         params: orgPath,

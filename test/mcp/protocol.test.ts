@@ -116,6 +116,7 @@ describe('tool server protocol and access', () => {
         'categoryName',
         'declaredBy',
         'description',
+        'exercise',
         'externalId',
         'location',
         'metadata',
@@ -127,6 +128,7 @@ describe('tool server protocol and access', () => {
       assert.deepEqual(Object.keys(listEmergencies.inputSchema.properties ?? {}).sort(), [
         'categoryId',
         'cursor',
+        'exercise',
         'externalId',
         'limit',
         'orgId',

@@ -116,7 +116,7 @@ export async function buildApp(ctx: AppContext, options: AppOptions = {}): Promi
   const parts = options.parts ?? { apis: true, eventStreams: true };
   if (parts.apis) {
     await app.register(docsPage);
-    await app.register(consolePage());
+    await app.register(consolePage({ sandbox: ctx.config.SANDBOX }));
   }
   await app.register(healthRoutes(ctx));
   await registerApis(app, ctx, gate, parts);

@@ -196,6 +196,14 @@ const configSchema = z
       .default(1800),
     /** Resource subscriptions one tool server session holds. */
     MCP_SUBSCRIPTIONS_PER_SESSION: z.coerce.number().int().min(1).max(10_000).default(100),
+    /**
+     * A sandbox instance (extensions §11, `serve --sandbox`): API keys are minted as enk_test_ and only those are taken, and every
+     * event, frame, webhook, CAP document and console page says sandbox. Give it a database of its own.
+     */
+    SANDBOX: z
+      .enum(['true', 'false', '1', '0', ''])
+      .optional()
+      .transform((v) => v === 'true' || v === '1'),
     /** The tool server's embedded authorization server (OAuth 2.1 sign-in with an API key on a consent page); false turns it off. */
     OAUTH_ENABLED: z
       .enum(['true', 'false', '1', '0', ''])

@@ -37,6 +37,7 @@ interface DeliveryView {
 
 type AlertEvent = {
   eventType?: string;
+  sandbox?: boolean;
   emergencyId?: string;
   createdAt?: string;
   data?: { emergency?: EmergencyView; exercise?: boolean } & DeliveryView;
@@ -68,8 +69,9 @@ function formatDelivery(head: string, event: AlertEvent): string {
 
 /** One alert as a base station would show it. */
 export function formatAlert(offset: number, event: AlertEvent): string {
-  // An exercise says so first, as a base station must: never mistaken for a real alarm.
-  const head = `[${event.createdAt ?? new Date().toISOString()}] #${offset}${event.data?.exercise === true ? ' EXERCISE' : ''}`;
+  // A sandbox's events and exercises say so first, as a base station must: never mistaken for a real alarm.
+  const marks = `${event.sandbox === true ? ' SANDBOX' : ''}${event.data?.exercise === true ? ' EXERCISE' : ''}`;
+  const head = `[${event.createdAt ?? new Date().toISOString()}] #${offset}${marks}`;
   if (event.eventType === 'emergency.delivery_overdue' || event.eventType === 'emergency.delivery_completed') return formatDelivery(head, event);
   const e = event.data?.emergency ?? {};
   const kind = (event.eventType ?? 'event').replace(/^emergency\./, '').toUpperCase();

@@ -53,6 +53,10 @@ export const serveCommands: Record<string, CliCommand> = {
         value: 'N',
         description: `run N processes of the role sharing PORT, under a supervisor that restarts them (default PROCESSES, else 1; at most ${MAX_PROCESSES}); more than 1 needs PostgreSQL`,
       },
+      sandbox: {
+        type: 'boolean',
+        description: 'run a sandbox instance (SANDBOX=true): enk_test_ keys only, everything it sends marked sandbox; give it its own DATABASE_URL',
+      },
       demo: {
         type: 'boolean',
         description:
@@ -69,7 +73,8 @@ export const serveCommands: Record<string, CliCommand> = {
     standalone: true,
     run: async ({ values }) => {
       const demo = values.demo === true;
-      const config = loadConfig(demo ? withDemoDefaults(process.env) : process.env);
+      const env = values.sandbox === true ? { ...process.env, SANDBOX: 'true' } : process.env;
+      const config = loadConfig(demo ? withDemoDefaults(env) : env);
       const role = typeof values.role === 'string' ? values.role : config.ROLE;
       if (!isProcessRole(role)) throw new UsageError(`--role must be one of ${PROCESS_ROLES.join(', ')}`);
       const processes = processCount(values.processes, config);

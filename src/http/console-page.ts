@@ -24,7 +24,20 @@ const SECURITY_HEADERS = {
   'cache-control': 'no-cache',
 };
 
-export function consolePage(options: { dir?: string } = {}): FastifyPluginAsync {
+/** On every page of a sandbox instance's console (extensions §11): above the app, in words, so no one takes it for live. */
+const SANDBOX_BANNER =
+  '<div class="sandbox-banner" role="note" style="background:#1565c0;color:#fff;text-align:center;font-weight:700;padding:6px;letter-spacing:.05em">' +
+  'SANDBOX: a test instance; nothing here is a live alert</div>';
+
+/** The console's page as this instance serves it: marked on a sandbox instance. */
+function servedIndex(html: string, sandbox: boolean): string {
+  if (!sandbox) return html;
+  return html
+    .replace('<body>', `<body data-environment="sandbox">${SANDBOX_BANNER}`)
+    .replace(/<title>([^<]*)<\/title>/, '<title>SANDBOX · $1</title>');
+}
+
+export function consolePage(options: { dir?: string; sandbox?: boolean } = {}): FastifyPluginAsync {
   const dir = options.dir ?? CONSOLE_DIR;
   return async (app) => {
     const indexPath = join(dir, 'index.html');
@@ -43,7 +56,7 @@ export function consolePage(options: { dir?: string } = {}): FastifyPluginAsync 
       app.get('/console/*', { schema: { hide: true } }, missing);
       return;
     }
-    const index = readFileSync(indexPath, 'utf8');
+    const index = servedIndex(readFileSync(indexPath, 'utf8'), options.sandbox === true);
     const page = async (_req: unknown, reply: FastifyReply) => reply.headers(SECURITY_HEADERS).type('text/html; charset=utf-8').send(index);
 
     await app.register(fastifyStatic, {

@@ -132,6 +132,7 @@ function describePing(components: Json): Json {
       eventType: { const: PING_EVENT_TYPE },
       apiVersion: { type: 'string' },
       createdAt: { type: 'string', format: 'date-time' },
+      sandbox: { const: true, description: 'Present on a sandbox instance.' },
       data: {
         type: 'object',
         required: ['subscriptionId'],

@@ -13,6 +13,8 @@ export interface EventEnvelope {
   orgId: string;
   emergencyId: string;
   sequence: number;
+  /** Only on a sandbox instance (extensions §11): every consumer of the event can tell it is not live. */
+  sandbox?: true;
   data: Record<string, unknown>;
 }
 
@@ -27,6 +29,8 @@ export interface EventInput {
   dataJson?: string;
   /** The event's creation time; now unless given. */
   createdAt?: string;
+  /** Appended by a sandbox instance: the envelope says so. */
+  sandbox?: boolean;
 }
 
 /** The envelope as JSON with its data (its last member) spliced in already encoded. */
@@ -46,6 +50,7 @@ export function eventRow(input: EventInput) {
     orgId: input.orgId,
     emergencyId: input.emergencyId,
     sequence: input.sequence,
+    ...(input.sandbox ? { sandbox: true as const } : {}),
     data: input.data,
   };
   const row = {

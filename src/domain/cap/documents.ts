@@ -4,6 +4,7 @@ import type { EmergencyRecord } from '../emergencies/schema.js';
 import { atomFeed, type CapLinks } from './atom-feed.js';
 import { currentAlert } from './messages.js';
 import { originalElementsOf } from './relay-alert.js';
+import { sandboxAlert } from './sandbox.js';
 import type { CapTransition, EmergencyForCap } from './repo.js';
 import { capDocument } from './write-alert.js';
 
@@ -18,12 +19,15 @@ export interface AlertSource {
   orgName: string;
   /** The kept document of the emergency's latest ingested message, which the alert relays; null when there is none. */
   original: string | null;
+  /** From a sandbox instance: the alert is a Test. */
+  sandbox: boolean;
 }
 
 /** One emergency's latest state as a CAP alert document. */
-export async function alertDocument({ row, transitions, orgName, original }: AlertSource): Promise<string> {
+export async function alertDocument({ row, transitions, orgName, original, sandbox }: AlertSource): Promise<string> {
   const elements = original === null ? null : await originalElementsOf(original);
-  return capDocument(currentAlert(JSON.parse(row.record) as EmergencyRecord, row, transitions, orgName, elements));
+  const alert = currentAlert(JSON.parse(row.record) as EmergencyRecord, row, transitions, orgName, elements);
+  return capDocument(sandbox ? sandboxAlert(alert) : alert);
 }
 
 export interface FeedSource {
@@ -36,6 +40,8 @@ export interface FeedSource {
   originals: Map<string, string>;
   /** ISO-8601: the feed's `updated` when it has no entry. */
   now: string;
+  /** From a sandbox instance: every alert is a Test. */
+  sandbox: boolean;
 }
 
 /** The organization's Atom feed of the given emergencies, in their order, as UTF-8 (moved to the main thread, not copied). */
@@ -45,7 +51,8 @@ export async function feedDocument(source: FeedSource): Promise<Uint8Array> {
     const emergency = JSON.parse(row.record) as EmergencyRecord;
     const original = source.originals.get(row.id);
     const elements = original === undefined ? null : await originalElementsOf(original);
-    const alert = currentAlert(emergency, row, source.transitions.get(row.id) ?? [], source.org.name, elements);
+    const current = currentAlert(emergency, row, source.transitions.get(row.id) ?? [], source.org.name, elements);
+    const alert = source.sandbox ? sandboxAlert(current) : current;
     entries.push({ emergency, alert, updated: new Date(alert.sent).toISOString() });
   }
   const bytes = Buffer.from(atomFeed(source.org, entries, source.links, source.now), 'utf8');

@@ -55,6 +55,8 @@ export interface RelayedAlert {
   msgType: string | null;
   /** The service's note (a resolution's) when it made the latest change; undefined keeps the original's. */
   note?: string | null;
+  /** Test on a sandbox instance; undefined keeps the original's status. */
+  status?: 'Test';
   /** `sender,identifier,sent` groups, space-separated; null when there are none. */
   references: string | null;
   elements: CapElement[];
@@ -89,6 +91,7 @@ export function appendRelayedAlert(parent: XMLBuilder, relay: RelayedAlert): voi
   };
   if (relay.msgType !== null) ours.msgType = relay.msgType;
   if (relay.note !== undefined) ours.note = relay.note;
+  if (relay.status !== undefined) ours.status = relay.status;
   for (const name of ALERT_ORDER) {
     if (name in ours) {
       const value = ours[name];

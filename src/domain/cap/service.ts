@@ -43,7 +43,7 @@ export async function emergencyCapDocument(ctx: AppContext, caller: Caller, orgI
   if (!row) throw emergencyNotFound(emergencyId);
   const transitions = await transitionsOf(ctx.db.db, org.id, [row.id]);
   const original = (await relayedOriginals(ctx.db.db, org.id, [row])).get(row.id) ?? null;
-  const source = { row, transitions: transitions.get(row.id) ?? [], orgName: await orgName(ctx.db.db, org.id), original };
+  const source = { row, transitions: transitions.get(row.id) ?? [], orgName: await orgName(ctx.db.db, org.id), original, sandbox: ctx.config.SANDBOX };
   return ctx.offload.run(callerKey(caller), alertDocumentTask, source);
 }
 
@@ -65,7 +65,15 @@ export async function capFeedDocument(ctx: AppContext, caller: Caller, orgId: st
     );
     const originals = await relayedOriginals(db, org.id, rows, FEED_RELAY_BUDGET);
     const leaves = rows.filter((r) => r.resolved_at !== null).map((r) => Date.parse(r.resolved_at!) + FEED_RESOLVED_WINDOW_MS);
-    const source = { org: { id: org.id, name: stamp.name }, rows, transitions, links, originals, now: new Date(now).toISOString() };
+    const source = {
+      org: { id: org.id, name: stamp.name },
+      rows,
+      transitions,
+      links,
+      originals,
+      now: new Date(now).toISOString(),
+      sandbox: ctx.config.SANDBOX,
+    };
     const xml = await ctx.offload.run(callerKey(caller), feedDocumentTask, source);
     return { xml, validUntil: Math.min(Number.POSITIVE_INFINITY, ...leaves) };
   });

@@ -16,8 +16,8 @@ export interface OutgoingAlert {
   sender: string;
   /** CAP time (see capTime). */
   sent: string;
-  /** Exercise for an exercise emergency (extensions §11), Actual otherwise. */
-  status: 'Actual' | 'Exercise';
+  /** Exercise for an exercise emergency, Test from a sandbox instance (extensions §11), Actual otherwise. */
+  status: 'Actual' | 'Exercise' | 'Test';
   msgType: CapMsgType;
   note: string | null;
   /** `sender,identifier,sent` of earlier messages, space-separated; null when there are none. */

@@ -69,7 +69,7 @@ async function fullAckSeconds(db: Kysely<Database>, orgId: string, event: Watche
  * (org, emergency) order and the events written org by org in that order, so two workers, or a worker
  * and a transition, never wait on each other in a cycle.
  */
-async function appendFollowUps(tx: Tx, followUps: FollowUp[], at: string): Promise<void> {
+async function appendFollowUps(tx: Tx, followUps: FollowUp[], at: string, sandbox: boolean): Promise<void> {
   const compare = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
   const sorted = [...followUps].sort(
     (a, b) => compare(a.row.org_id, b.row.org_id) || compare(a.row.emergency_id, b.row.emergency_id) || a.data.eventOffset - b.data.eventOffset,
@@ -85,7 +85,16 @@ async function appendFollowUps(tx: Tx, followUps: FollowUp[], at: string): Promi
       const exercise = (JSON.parse(locked.record) as { exercise?: boolean }).exercise === true;
       for (const followUp of sorted.slice(i, j)) {
         sequence++;
-        appendEvent(tx, { eventId: newId(), orgId, emergencyId, eventType: followUp.eventType, sequence, data: { ...followUp.data, exercise }, createdAt: at });
+        appendEvent(tx, {
+          eventId: newId(),
+          orgId,
+          emergencyId,
+          eventType: followUp.eventType,
+          sequence,
+          data: { ...followUp.data, exercise },
+          createdAt: at,
+          sandbox,
+        });
       }
       // The record is unchanged: only the timeline grew.
       tx.emergencies.update(orgId, emergencyId, { status: locked.status, category_id: locked.category_id, sequence, updated_at: at, record: locked.record });
@@ -123,6 +132,8 @@ export async function fireDueDeadlines(
   handle: DbHandle,
   nowMs = Date.now(),
   limit = DEADLINES_PER_CLAIM,
+  /** A sandbox instance marks the events it appends. */
+  sandbox = false,
 ): Promise<{ settled: SettledDeadline[]; more: boolean }> {
   const at = new Date(nowMs).toISOString();
   const met: { row: AckDeadlineTable; event: WatchedEvent }[] = [];
@@ -155,7 +166,7 @@ export async function fireDueDeadlines(
       followUps.push({ row, eventType: DELIVERY_OVERDUE, data });
       settled.push({ eventType: row.event_type, outcome: 'overdue', fullAckSeconds: null });
     }
-    await appendFollowUps(tx, followUps, at);
+    await appendFollowUps(tx, followUps, at, sandbox);
     return rows.length;
   });
   // Measured once committed, outside the claim's transaction: only the metrics need it.
@@ -177,6 +188,7 @@ export async function completeMarkedDeadlines(
   watchMs: number,
   nowMs = Date.now(),
   limit = DEADLINES_PER_CLAIM,
+  sandbox = false,
 ): Promise<{ settled: SettledDeadline[]; examined: number; more: boolean }> {
   const at = new Date(nowMs).toISOString();
   const watchedSince = new Date(nowMs - watchMs).toISOString();
@@ -222,7 +234,7 @@ export async function completeMarkedDeadlines(
         fullAckSeconds: lastAck === null ? null : Math.max(0, (Date.parse(lastAck) - Date.parse(event.created_at)) / 1000),
       });
     }
-    await appendFollowUps(tx, followUps, at);
+    await appendFollowUps(tx, followUps, at, sandbox);
     return rows.length;
   });
   return { settled, examined, more: examined === limit };

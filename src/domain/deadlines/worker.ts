@@ -95,7 +95,7 @@ export class DeadlineWorker {
     let next = await nextPendingDeadline(this.ctx.db.db);
     if (next !== null && Date.parse(next) <= Date.now()) {
       for (let more = true; more && !this.stopped; ) {
-        const fired = await fireDueDeadlines(this.ctx.db);
+        const fired = await fireDueDeadlines(this.ctx.db, Date.now(), undefined, this.ctx.config.SANDBOX);
         this.observe(fired.settled);
         more = fired.more;
         if (more) await nextTurn();
@@ -127,7 +127,7 @@ export class DeadlineWorker {
   /** Marked overdue deadlines, then watches that ended, each in small claims with a turn of the loop between them. */
   private async completeMarked(): Promise<void> {
     for (let more = true; more && !this.stopped; ) {
-      const done = await completeMarkedDeadlines(this.ctx.db, this.watchMs);
+      const done = await completeMarkedDeadlines(this.ctx.db, this.watchMs, Date.now(), undefined, this.ctx.config.SANDBOX);
       if (done.examined > 0) this.ctx.metrics.deliveryWatchChecks.inc(done.examined);
       this.observe(done.settled);
       more = done.more;

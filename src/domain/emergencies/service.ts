@@ -36,7 +36,7 @@ function actorOf(caller: Caller, person: { id: string; name: string } | undefine
 function recordTransition(
   writes: Writes,
   caller: Caller,
-  change: { emergency: EmergencyRecord; recordJson: string; at: string; ackDeadline: number | null },
+  change: { emergency: EmergencyRecord; recordJson: string; at: string; ackDeadline: number | null; sandbox: boolean },
   eventType: EventType,
   sequence: number,
   details: Record<string, unknown>,
@@ -60,6 +60,7 @@ function recordTransition(
     data: { emergency, exercise: emergency.exercise },
     dataJson: eventDataJson(change.recordJson, emergency.exercise),
     createdAt: change.at,
+    sandbox: change.sandbox,
   });
   recordAckDeadline(writes, event, change.ackDeadline);
 }
@@ -133,9 +134,16 @@ export async function declareEmergency(
     await ctx.db.commit(
       (writes) => {
         writes.emergencies.insert(row);
-        recordTransition(writes, caller, { emergency, recordJson: row.record, at: row.created_at, ackDeadline }, 'emergency.declared', 1, {
-          categoryId: category.id,
-        });
+        recordTransition(
+          writes,
+          caller,
+          { emergency, recordJson: row.record, at: row.created_at, ackDeadline, sandbox: ctx.config.SANDBOX },
+          'emergency.declared',
+          1,
+          {
+            categoryId: category.id,
+          },
+        );
       },
       emergency,
       write.idempotency,
@@ -243,7 +251,13 @@ export async function recategorizeEmergency(
       category: { id: category.id, name: category.name, color: category.color, severity: category.severity },
       ...(input.metadataAt ? { metadata: input.metadataAt(current.metadata, sequence) } : {}),
     };
-    const change = { emergency, recordJson: JSON.stringify(emergency), at: nowIso(), ackDeadline: await ackDeadlineFor(tx.db, orgId, category) };
+    const change = {
+      emergency,
+      recordJson: JSON.stringify(emergency),
+      at: nowIso(),
+      ackDeadline: await ackDeadlineFor(tx.db, orgId, category),
+      sandbox: ctx.config.SANDBOX,
+    };
     tx.emergencies.update(orgId, row.id, { status: 'categorized', category_id: category.id, sequence, updated_at: change.at, record: change.recordJson });
     recordTransition(tx, caller, change, 'emergency.categorized', sequence, {
       previousCategoryId: row.category_id,
@@ -296,7 +310,13 @@ export async function resolveEmergency(
       ...(input.metadataAt ? { metadata: input.metadataAt(current.metadata, sequence) } : {}),
     };
     const category = await resolveCategory(tx, orgId, { categoryId: row.category_id });
-    const change = { emergency, recordJson: JSON.stringify(emergency), at: now, ackDeadline: await ackDeadlineFor(tx.db, orgId, category) };
+    const change = {
+      emergency,
+      recordJson: JSON.stringify(emergency),
+      at: now,
+      ackDeadline: await ackDeadlineFor(tx.db, orgId, category),
+      sandbox: ctx.config.SANDBOX,
+    };
     tx.emergencies.update(orgId, row.id, { status: 'resolved', category_id: row.category_id, sequence, updated_at: now, record: change.recordJson });
     recordTransition(tx, caller, change, 'emergency.resolved', sequence, {
       ...(input.metadata ? { resolutionMetadata: input.metadata } : {}),

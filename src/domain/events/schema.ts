@@ -19,6 +19,7 @@ export const eventEnvelope = z
     orgId: uuid,
     emergencyId: uuid,
     sequence: z.number().int().describe("Position in the emergency's timeline, from 1."),
+    sandbox: z.literal(true).optional().describe('Present, true, on every event of a sandbox instance: a test, never a live alert.'),
     data: z
       .union([emergencyChangeData, deliveryOverdueData, deliveryCompletedData])
       .describe(

@@ -17,6 +17,12 @@ import { sha256 } from '../shared/secrets.js';
 import type { KeyKind } from './verifier.js';
 
 export const KEY_PATTERN = /^enk_live_([0-9a-f]{8})([0-9a-f]{64})$/;
+/** The keys of a sandbox instance (extensions §11): the only ones it takes, and never taken by a live one. */
+export const TEST_KEY_PATTERN = /^enk_test_([0-9a-f]{8})([0-9a-f]{64})$/;
+
+/** The form of the API keys this instance mints and takes: live, or test on a sandbox. */
+const keyFormOf = (ctx: AppContext) =>
+  ctx.config.SANDBOX ? { prefix: 'enk_test_', pattern: TEST_KEY_PATTERN } : { prefix: 'enk_live_', pattern: KEY_PATTERN };
 const ROTATION_GRACE_MS = 24 * 60 * 60 * 1000;
 
 export interface KeySpec {
@@ -40,9 +46,9 @@ export interface KeyRecord {
   lastUsedAt: string | null;
 }
 
-function mintPlaintext(): { plaintext: string; prefix: string } {
+function mintPlaintext(ctx: AppContext): { plaintext: string; prefix: string } {
   const prefix = randomBytes(4).toString('hex');
-  return { plaintext: `enk_live_${prefix}${randomBytes(32).toString('hex')}`, prefix };
+  return { plaintext: `${keyFormOf(ctx).prefix}${prefix}${randomBytes(32).toString('hex')}`, prefix };
 }
 
 export function toKeyRecord(row: ApiKeyTable): KeyRecord {
@@ -84,8 +90,8 @@ async function auditKeyEvent(
   }
 }
 
-async function insertKey(tx: Tx, spec: KeySpec): Promise<{ row: ApiKeyTable; plaintext: string }> {
-  const { plaintext, prefix } = mintPlaintext();
+async function insertKey(ctx: AppContext, tx: Tx, spec: KeySpec): Promise<{ row: ApiKeyTable; plaintext: string }> {
+  const { plaintext, prefix } = mintPlaintext(ctx);
   const row: ApiKeyTable = {
     id: newId(),
     key_prefix: prefix,
@@ -117,7 +123,7 @@ export async function createApiKey(
     async (tx) => {
       requireReach(caller, await placeOfSubject(tx.db, spec.subjectType, spec.subjectId));
       await requireOrgsWithinSubject(tx.db, { type: spec.subjectType, id: spec.subjectId }, spec.allowedOrgIds, ['body', 'allowedOrgIds']);
-      const { row, plaintext } = await insertKey(tx, spec);
+      const { row, plaintext } = await insertKey(ctx, tx, spec);
       await auditKeyEvent(tx, caller, row, 'api_key.created', {
         subject: { type: row.subject_type, id: row.subject_id },
         permissions: spec.permissions,
@@ -166,7 +172,7 @@ export async function rotateApiKey(
     async (tx) => {
       const old = await loadKey(tx, caller, keyId);
       if (old.status !== 'active') throw new AppError('conflict', `API key ${keyId} is inactive and cannot be rotated.`);
-      const { row, plaintext } = await insertKey(tx, {
+      const { row, plaintext } = await insertKey(ctx, tx, {
         name: old.name,
         subjectType: old.subject_type as SubjectType,
         subjectId: old.subject_id,
@@ -221,7 +227,7 @@ export function apiKeyPrincipal(row: ApiKeyTable, scopes?: { grants: Grant[]; oa
 /** API keys as bearer credentials: see CachedKeyVerifier. */
 export function apiKeyKind(ctx: AppContext): KeyKind<ApiKeyTable> {
   return {
-    pattern: KEY_PATTERN,
+    pattern: keyFormOf(ctx).pattern,
     lookup: (prefix) => ctx.db.db.selectFrom('api_keys').selectAll().where('key_prefix', '=', prefix).executeTakeFirst(),
     secretHashOf: (row) => row.secret_hash,
     usable: (row, now) => apiKeyUsable(row, now),

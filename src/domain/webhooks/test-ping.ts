@@ -41,6 +41,8 @@ export async function sendTestPing(
     eventType: PING_EVENT_TYPE,
     apiVersion: API_VERSION,
     createdAt,
+    // As every event of a sandbox instance says so (extensions §11).
+    ...(ctx.config.SANDBOX ? { sandbox: true } : {}),
     data: { subscriptionId: sub.id },
   });
   const timestamp = new Date();

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import proxyaddr from '@fastify/proxy-addr';
 import { z } from 'zod';
+import { editDistance } from './text/edit-distance.js';
 import { isLoopbackHost } from './edge/loopback-host.js';
 import { MAX_PROCESSES, PROCESS_ROLES } from './roles.js';
 
@@ -52,6 +53,9 @@ const trustProxy = commaList.transform((entries, ctx): TrustedProxies | null => 
 /** Who may name the client in X-Forwarded-For/Forwarded: the nearest `hops` proxies, or the peers at these addresses. */
 export type TrustedProxies = { hops: number } | { addresses: string[] };
 
+/** The embedded database of a first start: its directory is created when missing (any other path's must exist). */
+export const DEFAULT_SQLITE_PATH = './data/emergency.db';
+
 const configSchema = z
   .object({
     PORT: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -59,7 +63,7 @@ const configSchema = z
     DATABASE_URL: z
       .string()
       .regex(/^(sqlite:.+|postgres(ql)?:\/\/.+)$/, 'sqlite:PATH, sqlite::memory: or postgres://...')
-      .default('sqlite:./data/emergency.db'),
+      .default(`sqlite:${DEFAULT_SQLITE_PATH}`),
     /** A statement may run this long (PostgreSQL), or a write wait this long for a lock (SQLite), before a 503. */
     DB_STATEMENT_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(5000),
     /** Getting a PostgreSQL connection (from the pool, connecting included) may take this long before a 503. */
@@ -296,4 +300,28 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   return result.data;
+}
+
+/** Variables of the CLI that are not settings of the service. */
+const CLI_VARIABLES = ['EMERGENCY_API_URL', 'EMERGENCY_API_ADMIN_KEY', 'EMERGENCY_API_ADMIN_KEY_FILE'];
+
+/**
+ * Variables that look meant for this service but that it does not read: any EMERGENCY_* one it does not know, and any one
+ * a letter or two away from a setting (DATABSE_URL). Each is named with the setting it is probably meant to be, so a typo
+ * is not silently ignored.
+ */
+export function unknownSettingWarnings(env: Record<string, string | undefined> = process.env): string[] {
+  const known = [...Object.keys(configSchema.shape), ...CLI_VARIABLES];
+  const closest = (name: string) =>
+    known.map((k) => ({ k, d: editDistance(name, k) })).reduce((best, c) => (c.d < best.d ? c : best), { k: '', d: Number.POSITIVE_INFINITY });
+  const warnings: string[] = [];
+  for (const name of Object.keys(env).sort()) {
+    if (known.includes(name) || !/^[A-Z][A-Z0-9_]{3,}$/.test(name)) continue;
+    const near = closest(name);
+    const typo = near.d <= (near.k.length >= 10 ? 2 : 1) && name.includes('_');
+    if (!typo && !name.startsWith('EMERGENCY_')) continue;
+    const hint = near.d <= 3 ? ` (did you mean ${near.k}?)` : '';
+    warnings.push(`${name} is set but is not a setting of emergency-api, so it is ignored${hint}`);
+  }
+  return warnings;
 }

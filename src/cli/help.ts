@@ -1,4 +1,5 @@
 import { type CliCommand, type CliOption, isAdminCommand } from './command.js';
+import { editDistance } from '../text/edit-distance.js';
 
 const PROGRAM = 'emergency-api';
 
@@ -46,18 +47,6 @@ export function findCommand(commands: Record<string, CliCommand>, argv: string[]
     if (commands[name]) return { name, rest: argv.slice(n) };
   }
   return null;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    previous = current;
-  }
-  return previous[b.length]!;
 }
 
 /** For a word that is not a command of its group: the closest one, when it is close (a typo). */

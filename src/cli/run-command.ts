@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { type CliSettings, ConfigError, loadCliSettings, loadConfig } from '../config.js';
+import { type CliSettings, ConfigError, loadCliSettings, loadConfig, unknownSettingWarnings } from '../config.js';
 import type { AppContext } from '../context.js';
 import { AdminApi, type AdminTarget } from './admin-api.js';
 import { type CliArgs, type CliCommand, isAdminCommand, UsageError } from './command.js';
@@ -161,6 +161,7 @@ export interface CommandIo {
  */
 export async function runCommand(name: string, command: CliCommand, args: CliArgs, flags: RemoteFlags, io: CommandIo): Promise<unknown> {
   const settings = loadCliSettings();
+  for (const warning of unknownSettingWarnings()) io.note(`warning: ${warning}`);
   if (isAdminCommand(command)) {
     // Parsed first: a usage error is reported before anything is opened or sent.
     const input = command.input(args);
@@ -208,7 +209,7 @@ async function onDatabase<R>(
   fn: (ctx: AppContext) => Promise<R>,
 ): Promise<R> {
   // Loaded only now: help, usage errors and remote commands answer without the database layer.
-  const [{ createContext }, { migrateToLatest }, { DatabaseMissingError }] = await Promise.all([
+  const [{ createContext }, { migrateToLatest }, { DatabaseMissingError, DatabaseDirectoryMissingError }] = await Promise.all([
     import('../create-context.js'),
     import('../db/migrate.js'),
     import('../db/connect.js'),
@@ -219,6 +220,14 @@ async function onDatabase<R>(
   try {
     ctx = createContext(config, { createDatabase: command.createsDatabase === true });
   } catch (err) {
+    if (err instanceof DatabaseDirectoryMissingError) {
+      throw new CommandFailure(
+        `the directory ${err.directory} of ${err.location} (${source}) does not exist, so this would start a new, empty database.\n` +
+          `Check DATABASE_URL (a typo?), or create the directory first (mkdir -p ${err.directory}).`,
+        EXIT_NO_DATABASE,
+        { database: err.location },
+      );
+    }
     if (!(err instanceof DatabaseMissingError)) throw err;
     throw new CommandFailure(
       `no database at ${err.location} (${source}), and "${name}" does not create one.\n` +

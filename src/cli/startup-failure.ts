@@ -1,6 +1,7 @@
 import { constants } from 'node:fs';
 import { access, mkdir, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { DatabaseDirectoryMissingError } from '../db/handle.js';
 import type { Config } from '../config.js';
 
 /**
@@ -80,6 +81,13 @@ function shownDatabaseUrl(url: string): string {
 }
 
 function databaseFailure(err: SystemError, config: Config): StartupFailure | null {
+  if (err instanceof DatabaseDirectoryMissingError) {
+    return new StartupFailure(
+      `DATABASE_URL=${config.DATABASE_URL}: the directory ${err.directory} does not exist, so this would start a new, empty database.\n` +
+        `Check the path (a typo?), or create the directory first (mkdir -p ${err.directory}) to start a new database there.`,
+      STARTUP_EXIT_CODES.dataDirectory,
+    );
+  }
   const code = err.code ?? '';
   const message = err.message ?? '';
   const url = shownDatabaseUrl(config.DATABASE_URL);

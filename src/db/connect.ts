@@ -5,7 +5,7 @@ import type { IdempotencyScope } from './idempotency.js';
 import type { UnitOfWork } from './unit-of-work.js';
 
 export type { DatabaseTimeouts, DbHandle, Dialect, FailureReport, SqliteStatements } from './handle.js';
-export { DatabaseMissingError } from './handle.js';
+export { DatabaseDirectoryMissingError, DatabaseMissingError } from './handle.js';
 
 /**
  * `create: false` refuses a SQLite file that does not exist (DatabaseMissingError) instead of creating it.

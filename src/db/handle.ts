@@ -23,6 +23,19 @@ export class DatabaseMissingError extends Error {
   }
 }
 
+/**
+ * A SQLite path whose directory does not exist: most often a typo, which would otherwise start an empty database beside the
+ * real one. Only the default path's directory is created.
+ */
+export class DatabaseDirectoryMissingError extends Error {
+  constructor(
+    readonly location: string,
+    readonly directory: string,
+  ) {
+    super(`The directory of ${location} does not exist: ${directory}.`);
+  }
+}
+
 /** A failure the database handle survived, with what it did about it. */
 export type FailureReport = (err: Error, consequence: string) => void;
 

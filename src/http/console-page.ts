@@ -32,9 +32,7 @@ const SANDBOX_BANNER =
 /** The console's page as this instance serves it: marked on a sandbox instance. */
 function servedIndex(html: string, sandbox: boolean): string {
   if (!sandbox) return html;
-  return html
-    .replace('<body>', `<body data-environment="sandbox">${SANDBOX_BANNER}`)
-    .replace(/<title>([^<]*)<\/title>/, '<title>SANDBOX · $1</title>');
+  return html.replace('<body>', `<body data-environment="sandbox">${SANDBOX_BANNER}`).replace(/<title>([^<]*)<\/title>/, '<title>SANDBOX · $1</title>');
 }
 
 export function consolePage(options: { dir?: string; sandbox?: boolean } = {}): FastifyPluginAsync {

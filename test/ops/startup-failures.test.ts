@@ -185,6 +185,19 @@ describe('serve start-up failures', { timeout: 300_000 }, () => {
     assertExplained(run, STARTUP_EXIT_CODES.dataDirectory, /DATABASE_URL=sqlite:.*a-file is a file, not a directory/);
   });
 
+  it('a SQLite path whose directory does not exist (a typo): names DATABASE_URL and starts no new database', async () => {
+    const missing = join(mkdtempSync(join(tmpdir(), 'typo-')), 'no-such-dir');
+    const run = await serveDemo({ DATABASE_URL: `sqlite:${missing}/emergency.db`, ATTACHMENT_STORE: attachments() });
+    assertExplained(run, STARTUP_EXIT_CODES.dataDirectory, /DATABASE_URL=sqlite:.*no-such-dir does not exist/);
+    assert.equal(readdirSync(resolve(missing, '..')).length, 0, 'nothing was created');
+  });
+
+  it('a misspelt setting is warned about by name, with the setting it is probably meant to be', async () => {
+    const run = await serveDemo({ DATABASE_URL: database.url, ATTACHMENT_STORE: attachments(), DATABSE_URL: 'sqlite:/tmp/x.db', EMERGENCY_API_KEY: 'x' });
+    assert.match(run.stderr, /warning: DATABSE_URL is set but is not a setting of emergency-api, so it is ignored \(did you mean DATABASE_URL\?\)/);
+    assert.match(run.stderr, /warning: EMERGENCY_API_KEY is set but is not a setting of emergency-api/);
+  });
+
   it('the attachment store is a file, or under one: names ATTACHMENT_STORE and mints nothing', async () => {
     for (const store of [`file:${aFile}`, `file:${aFile}/attachments`]) {
       const run = await serveDemo({ DATABASE_URL: database.url, ATTACHMENT_STORE: store });

@@ -2,7 +2,8 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { CompiledQuery, type DatabaseConnection, Kysely, SqliteAdapter, SqliteDialect, SqliteDriver, SqliteIntrospector, SqliteQueryCompiler } from 'kysely';
-import { type DatabaseTimeouts, type DbHandle, DatabaseMissingError, type FailureReport } from '../handle.js';
+import { DatabaseDirectoryMissingError, type DatabaseTimeouts, type DbHandle, DatabaseMissingError, type FailureReport } from '../handle.js';
+import { DEFAULT_SQLITE_PATH } from '../../config.js';
 import type { Database } from '../types.js';
 import type { CommittedEvent } from '../unit-of-work.js';
 import { startSqliteCheckpointer } from './checkpointer.js';
@@ -62,7 +63,11 @@ class ImmediateSqliteDialect extends SqliteDialect {
 export function openSqlite(path: string, timeouts: DatabaseTimeouts, create = true): DbHandle {
   const file = path !== ':memory:';
   if (file && !create && !existsSync(path)) throw new DatabaseMissingError(`sqlite:${path}`);
-  if (file && create) mkdirSync(dirname(path), { recursive: true });
+  if (file && create) {
+    if (!existsSync(dirname(path)) && path !== DEFAULT_SQLITE_PATH) throw new DatabaseDirectoryMissingError(`sqlite:${path}`, dirname(path));
+    // Creates the default path's directory; on a path whose "directory" is a file, fails with what start-up explains.
+    mkdirSync(dirname(path), { recursive: true });
+  }
   // fileMustExist also covers a file removed between the check above and the open.
   const sqlite = new BetterSqlite3(path, { fileMustExist: file && !create });
   sqlite.pragma('journal_mode = WAL');

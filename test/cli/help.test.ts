@@ -85,7 +85,7 @@ describe('CLI help and version', () => {
     assert.match(create.stdout, /\n {2}--json +/);
     assert.match(test.stdout, /^Usage: emergency-api admin webhook test ID \[--json\]\n/);
     assert.match(test.stdout, /\nArguments:\n {2}ID +the subscription id\n/);
-    assert.match(serve.stdout, /^Usage: emergency-api serve \[--role ROLE\] \[--processes N\] \[--demo\]\n/);
+    assert.match(serve.stdout, /^Usage: emergency-api serve \[--role ROLE\] \[--processes N\] \[--sandbox\] \[--demo\]\n/);
     assert.match(serve.stdout, /\n {2}--role ROLE +what this process runs: all, api, gateway, worker/);
     assert.match(serve.stdout, /\n {2}--processes N +run N processes of the role sharing PORT, under a supervisor .*PROCESSES/);
     assert.doesNotMatch(serve.stdout, /--json/);

@@ -193,7 +193,12 @@ describe('serve start-up failures', { timeout: 300_000 }, () => {
   });
 
   it('a misspelt setting is warned about by name, with the setting it is probably meant to be', async () => {
-    const run = await serveDemo({ DATABASE_URL: database.url, ATTACHMENT_STORE: attachments(), DATABSE_URL: 'sqlite:/tmp/x.db', EMERGENCY_API_KEY: 'x' });
+    // Without --demo: a start that succeeds (and is then stopped) mints nothing in the database the next cases check.
+    const run = await serveDemo(
+      { DATABASE_URL: database.url, ATTACHMENT_STORE: attachments(), DATABSE_URL: 'sqlite:/tmp/x.db', EMERGENCY_API_KEY: 'x' },
+      undefined,
+      [],
+    );
     assert.match(run.stderr, /warning: DATABSE_URL is set but is not a setting of emergency-api, so it is ignored \(did you mean DATABASE_URL\?\)/);
     assert.match(run.stderr, /warning: EMERGENCY_API_KEY is set but is not a setting of emergency-api/);
   });

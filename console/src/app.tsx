@@ -1,22 +1,26 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { ApiError, onUnauthorized, pub, unwrap, type WhoAmI, whoAmI } from './api';
+import { AttentionControl } from './attention-control';
+import { callForAttention } from './attention';
 import { ErrorNote, Link, Loading, NameDialog } from './components';
+import { useDocumentTitle } from './document-title';
 import { type Listener, OrgContext, type OrgScope, type Session, SessionContext, useSession } from './context';
 import { ApiKeysPage } from './pages/api-keys';
 import { AuditPage } from './pages/audit';
 import { BoardPage } from './pages/board';
 import { DevicesPage } from './pages/devices';
 import { EmergencyPage } from './pages/emergency';
-import { OrgPicker } from './pages/org-picker';
+import { OrganizationsPage } from './pages/organizations';
 import { SignIn } from './pages/sign-in';
 import { WebhooksPage } from './pages/webhooks';
 import { navigate, parse, paths, type Route, useLocation } from './router';
 import { clearSession, currentKey, currentName, keepName, keyKind } from './session';
+import { loadOpenEmergencies, NO_OPEN, type OpenEmergencies, withLoadedOpen, withOpenEvent } from './open-emergencies';
 import { OrgStream, type StreamState } from './stream';
 import type { Org } from './types';
 
-function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChildren }) {
+function OrgLayout({ orgId, title, children }: { orgId: string; title: string; children: ComponentChildren }) {
   const session = useSession();
   const listeners = useMemo(() => new Set<Listener>(), []);
   // The organization's name and place, from the organizations GET /me (and GET /orgs past it) listed.
@@ -29,6 +33,11 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
   const [epoch, setEpoch] = useState(0);
   /** The channel's start for the current epoch; `after` is null when the key may not follow it. */
   const [channel, setChannel] = useState<{ epoch: number; after: number | null } | null>(null);
+  /** The org's open emergencies for the tab title and the board's count; null until read or when the key may not list them. */
+  const [open, setOpen] = useState<OpenEmergencies | null>(null);
+  const [openRead, setOpenRead] = useState(false);
+  const openCount = open && openRead ? open.records.size : null;
+  useDocumentTitle(title, openCount);
 
   // Where the live channel starts: the newest offset, asked before any page loads its data. Pages
   // mount (and load again on a new generation) only once it is known, so an event committed between
@@ -62,11 +71,32 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
     };
   }, [org, epoch]);
 
+  // The open emergencies, read once the channel's start is known (like the pages' lists) and kept by its events.
+  useEffect(() => {
+    if (!org || !channel) return;
+    let cancelled = false;
+    setOpen(NO_OPEN);
+    setOpenRead(false);
+    loadOpenEmergencies(org.orgId).then(
+      (loaded) => {
+        if (cancelled) return;
+        setOpen((current) => withLoadedOpen(current ?? NO_OPEN, loaded));
+        setOpenRead(true);
+      },
+      () => !cancelled && setOpen(null),
+    );
+    return () => {
+      cancelled = true;
+    };
+  }, [org, channel]);
+
   // The live channel itself, resumed from the last offset received after any drop.
   useEffect(() => {
     if (!org || channel?.after == null) return;
     const stream = new OrgStream(org.orgId, channel.after, {
       onEvent: (offset, event) => {
+        setOpen((current) => (current ? withOpenEvent(current, event) : current));
+        callForAttention(org, offset, event);
         for (const l of listeners) l(offset, event);
       },
       onState: (state) => setStreamState(state),
@@ -84,6 +114,7 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
             org,
             canWrite,
             streamState,
+            openCount,
             generation: channel.epoch,
             subscribe: (listener: Listener) => {
               listeners.add(listener);
@@ -93,7 +124,7 @@ function OrgLayout({ orgId, children }: { orgId: string; children: ComponentChil
             },
           }
         : null,
-    [org, channel, canWrite, streamState, listeners],
+    [org, channel, canWrite, streamState, openCount, listeners],
   );
 
   if (orgError) {
@@ -171,30 +202,30 @@ function Pages({ route }: { route: Route }) {
     case 'home':
       return (
         <main id="main" class="page">
-          <OrgPicker />
+          <OrganizationsPage />
         </main>
       );
     case 'board':
       return (
-        <OrgLayout key={route.orgId} orgId={route.orgId}>
+        <OrgLayout key={route.orgId} orgId={route.orgId} title="Board">
           <BoardPage />
         </OrgLayout>
       );
     case 'emergency':
       return (
-        <OrgLayout key={route.orgId} orgId={route.orgId}>
+        <OrgLayout key={route.orgId} orgId={route.orgId} title="Emergency">
           <EmergencyPage emergencyId={route.emergencyId} />
         </OrgLayout>
       );
     case 'devices':
       return (
-        <OrgLayout key={route.orgId} orgId={route.orgId}>
+        <OrgLayout key={route.orgId} orgId={route.orgId} title="Devices">
           <DevicesPage />
         </OrgLayout>
       );
     case 'webhooks':
       return (
-        <OrgLayout key={route.orgId} orgId={route.orgId}>
+        <OrgLayout key={route.orgId} orgId={route.orgId} title="Webhooks">
           <AdminOnly>
             <WebhooksPage />
           </AdminOnly>
@@ -202,7 +233,7 @@ function Pages({ route }: { route: Route }) {
       );
     case 'api-keys':
       return (
-        <OrgLayout key={route.orgId} orgId={route.orgId}>
+        <OrgLayout key={route.orgId} orgId={route.orgId} title="API keys">
           <AdminOnly>
             <ApiKeysPage />
           </AdminOnly>
@@ -210,7 +241,7 @@ function Pages({ route }: { route: Route }) {
       );
     case 'audit':
       return (
-        <OrgLayout key={route.orgId} orgId={route.orgId}>
+        <OrgLayout key={route.orgId} orgId={route.orgId} title="Audit log">
           <AuditPage />
         </OrgLayout>
       );
@@ -341,6 +372,7 @@ export function App() {
             <span class="key-kind" title={session.me.name}>
               {session.kind === 'admin' ? 'Admin key' : 'API key'} “{session.me.name}”
             </span>
+            <AttentionControl />
             <span class="acting-as">{session.displayName ? `Acting as ${session.displayName}` : 'No name given'}</span>
             <button type="button" class="secondary small" onClick={() => setNaming(true)}>
               {session.displayName ? 'Change name' : 'Set your name'}

@@ -33,6 +33,8 @@ export interface OrgScope {
   /** From the key's permissions (GET /me); admin keys always write. */
   canWrite: boolean;
   streamState: StreamState;
+  /** The org's open emergencies (declared or categorized), kept live; null until read or when the key may not list them. */
+  openCount: number | null;
   /** Bumped when the live channel had to start over (events past retention): pages load again. */
   generation: number;
   subscribe(listener: Listener): () => void;

@@ -3,7 +3,8 @@
  * with fetch() so the key travels in the Authorization header (EventSource cannot send one, and a key
  * never goes into a URL). Each event carries `id: <offset>`; after a drop the stream reconnects with
  * backoff and resumes with `after=<last offset>`, so nothing is missed. A server without the stream
- * route (404) is followed through the event feed (`GET /orgs/{org_id}/events?after=N`) once a second.
+ * route (404) is followed through the event feed (`GET /orgs/{org_id}/events?after=N`) once a second; the
+ * organizations overview polls that way on purpose past the few streams a browser's connections allow.
  */
 import { ApiError, buildUrl, keyRefused, PUBLIC } from './api';
 import { currentKey } from './session';
@@ -84,8 +85,11 @@ export class OrgStream {
     private readonly orgId: string,
     after: number,
     private readonly handlers: StreamHandlers,
+    /** With `pollMs`, the feed is polled at that pace from the start instead of holding a stream open. */
+    private readonly options: { pollMs?: number } = {},
   ) {
     this.after = after;
+    this.polling = options.pollMs !== undefined;
   }
 
   /** The offset of the last event received: where a reconnect resumes. */
@@ -138,7 +142,7 @@ export class OrgStream {
       if (this.stopped) return;
       if (outcome === 'done') {
         this.failures = 0;
-        if (this.polling) await this.sleep(POLL_MS);
+        if (this.polling) await this.sleep(this.options.pollMs ?? POLL_MS);
         continue;
       }
       this.failures++;

@@ -31,7 +31,7 @@ function newestFirst(a: Emergency, b: Emergency): number {
 
 /** The organization's emergencies, newest first, kept current by the live channel. */
 export function BoardPage() {
-  const { org, canWrite, generation } = useOrg();
+  const { org, canWrite, generation, openCount: orgOpenCount } = useOrg();
   const [rows, setRows] = useState<Map<string, Emergency>>(new Map());
   const [nextCursor, setNextCursor] = useState<string | null>(null);
   const [loading, setLoading] = useState(true);
@@ -95,7 +95,8 @@ export function BoardPage() {
   });
 
   const list = [...rows.values()].filter((e) => matches(filter, e)).sort(newestFirst);
-  const openCount = [...rows.values()].filter((e) => e.status !== 'resolved').length;
+  // The org's own count once read (it covers emergencies past the loaded pages), else the rows'.
+  const openCount = orgOpenCount ?? [...rows.values()].filter((e) => e.status !== 'resolved').length;
   const overdueCount = overdue.size;
 
   return (

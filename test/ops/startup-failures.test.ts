@@ -193,12 +193,9 @@ describe('serve start-up failures', { timeout: 300_000 }, () => {
   });
 
   it('a misspelt setting is warned about by name, with the setting it is probably meant to be', async () => {
-    // Without --demo: a start that succeeds (and is then stopped) mints nothing in the database the next cases check.
-    const run = await serveDemo(
-      { DATABASE_URL: database.url, ATTACHMENT_STORE: attachments(), DATABSE_URL: 'sqlite:/tmp/x.db', EMERGENCY_API_KEY: 'x' },
-      undefined,
-      [],
-    );
+    // Warned before the configuration is read: an invalid PORT then stops the start, before any database is opened.
+    const run = await serveDemo({ DATABSE_URL: 'sqlite:/tmp/x.db', EMERGENCY_API_KEY: 'x', PORT: 'eighty' }, undefined, []);
+    assert.equal(run.code, 78, run.stderr);
     assert.match(run.stderr, /warning: DATABSE_URL is set but is not a setting of emergency-api, so it is ignored \(did you mean DATABASE_URL\?\)/);
     assert.match(run.stderr, /warning: EMERGENCY_API_KEY is set but is not a setting of emergency-api/);
   });

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// Runs the compiled entry point (dist/, built by `npm run build`, which `npm ci` runs) when it is at
-// least as new as every source file, or when there are no sources (a production layout ships dist/
-// alone). Otherwise (a checkout edited since the last build) it runs the TypeScript sources through
-// the tsx loader, a development dependency, which costs seconds of start-up and tens of MB of memory.
+// Runs the compiled service in dist/. An installed package (`npm install -g`) and a production layout ship dist/
+// without src/, so there dist/ always runs: file times say nothing there, since npm writes every file of a
+// tarball with one fixed time. In a checkout (src/ present), dist/ runs when the build's stamp is at least as new
+// as every source file; a checkout edited since its last build runs the TypeScript sources through the tsx loader
+// instead (a development dependency), which costs seconds of start-up and tens of MB of memory.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,14 +20,18 @@ function newestSourceMtime(dir) {
   return newest;
 }
 
-function compiledIsFresh() {
-  const stamp = join(root, 'dist', '.build-stamp');
-  if (!existsSync(stamp)) return false;
+function runCompiled() {
   if (!existsSync(join(root, 'src'))) return true;
-  return statSync(stamp).mtimeMs >= newestSourceMtime(join(root, 'src'));
+  if (process.env.EMERGENCY_API_FROM_SOURCE === 'true') return false;
+  const stamp = join(root, 'dist', '.build-stamp');
+  return existsSync(stamp) && statSync(stamp).mtimeMs >= newestSourceMtime(join(root, 'src'));
 }
 
-if (process.env.EMERGENCY_API_FROM_SOURCE !== 'true' && compiledIsFresh()) {
+if (runCompiled()) {
+  if (!existsSync(join(root, 'dist', 'main.js'))) {
+    console.error(`${root} has neither src/ nor a built dist/: reinstall the package, or run \`npm run build\` where it was packed.`);
+    process.exit(1);
+  }
   await import('../dist/main.js');
 } else {
   const { register } = await import('tsx/esm/api').catch(() => {

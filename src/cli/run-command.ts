@@ -232,7 +232,7 @@ async function onDatabase<R>(
     throw new CommandFailure(
       `no database at ${err.location} (${source}), and "${name}" does not create one.\n` +
         "Set DATABASE_URL to the server's database, or set EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY (or give --url and --admin-key-file) " +
-        'to run the command over the server\'s admin API; "npx emergency-api migrate" creates a new database.',
+        'to run the command over the server\'s admin API; "emergency-api migrate" creates a new database.',
       EXIT_NO_DATABASE,
       { database: err.location },
     );

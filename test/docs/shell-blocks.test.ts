@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { freshDatabaseUrl } from '../helpers/db.js';
 
@@ -158,18 +159,19 @@ async function runBash(script: string, env: Record<string, string | undefined>):
 
 describe('shell blocks of README.md and docs/*.md, run as pasted', () => {
   const database = freshDatabaseUrl();
+  const linked = mkdtempSync(join(tmpdir(), 'emergency-api-path-'));
   let server: DemoServer;
   let env: Record<string, string | undefined>;
   const ran = new Map<Block, Outcome>();
 
   before(async () => {
-    // The first `npx emergency-api` in a checkout sets up npx's own cache entry for it; a block that runs npx in
-    // the background and stops it could interrupt that set-up and leave the entry broken for every later block.
-    const warm = await runBash('npx emergency-api --version', { ...process.env });
-    assert.equal(warm.code, 0, `npx emergency-api --version:\n${warm.output}`);
+    // The pages run `emergency-api` as installed; in a checkout, `npm link` puts a link to bin/emergency-api.js on
+    // PATH, as this directory does.
+    symlinkSync(join(ROOT, 'bin', 'emergency-api.js'), join(linked, 'emergency-api'));
     server = await npmStart(database.url);
     env = {
       ...process.env,
+      PATH: `${linked}${delimiter}${process.env.PATH}`,
       // Remote admin commands, and local ones (DATABASE_URL), reach the server the blocks run against.
       DATABASE_URL: database.url,
       LOG_LEVEL: undefined,
@@ -189,6 +191,7 @@ describe('shell blocks of README.md and docs/*.md, run as pasted', () => {
       await new Promise((r) => (server.child.exitCode === null && server.child.signalCode === null ? server.child.once('exit', r) : r(null)));
     }
     await database.drop();
+    rmSync(linked, { recursive: true, force: true });
   });
 
   it('README: the Setup block is the two commands CI runs, and npm start prints the demo org, its keys and a working declare', async () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { formatAlert } from '../../src/cli/device-simulator.js';
 import { createAdminKey } from '../../src/domain/admin-keys/service.js';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { type DeadlineOrg, deadlineOrg, eventually, feedOf, registerDevice, watchDevice, type WatchedDevice } from '../deadlines/support.js';
@@ -104,6 +105,11 @@ describe('drills', () => {
     for (const event of delivered) assert.equal(event.data.exercise, true);
     // Base stations see it as an event of the exercise.
     await devices[0]!.device.until(() => devices[0]!.ofType(COMPLETED).length === 2, 5_000, 'drill.completed frames');
+    // The reference device client prints it on one line, marked as an exercise.
+    const frame = devices[0]!.ofType(COMPLETED)[0];
+    const line = formatAlert(frame.offset, frame.event);
+    assert.match(line, /#\d+ EXERCISE DRILL COMPLETED: failed, 1 of 3 acknowledged \| p95 \d+ ms, 2 silent \| emergency /);
+    assert.doesNotMatch(line, /\n/);
 
     const drillAfter = await org.admin.get(`/orgs/${org.orgId}/drills/${drill.drillId}`);
     assert.equal(drillAfter.body.nextRunAt, null, 'COUNT=2: no occurrence left');

@@ -11,6 +11,7 @@ import { EmergencyPage } from './pages/emergency';
 import { OrgPicker } from './pages/org-picker';
 import { SignIn } from './pages/sign-in';
 import { WebhooksPage } from './pages/webhooks';
+import { DrillsPage } from './pages/drills';
 import { navigate, parse, paths, type Route, useLocation } from './router';
 import { clearSession, currentKey, currentName, keepName, keyKind } from './session';
 import { OrgStream, type StreamState } from './stream';
@@ -134,6 +135,7 @@ function OrgNav({ orgId, orgName, isAdmin }: { orgId: string; orgName: string; i
       ? ([
           ['Webhooks', paths.webhooks(orgId)],
           ['API keys', paths.apiKeys(orgId)],
+          ['Drills', paths.drills(orgId)],
         ] as [string, string][])
       : []),
     ['Audit log', paths.audit(orgId)],
@@ -197,6 +199,14 @@ function Pages({ route }: { route: Route }) {
         <OrgLayout key={route.orgId} orgId={route.orgId}>
           <AdminOnly>
             <WebhooksPage />
+          </AdminOnly>
+        </OrgLayout>
+      );
+    case 'drills':
+      return (
+        <OrgLayout key={route.orgId} orgId={route.orgId}>
+          <AdminOnly>
+            <DrillsPage />
           </AdminOnly>
         </OrgLayout>
       );

@@ -110,6 +110,7 @@ describe('acknowledgement deadlines', { concurrency: true }, () => {
         acknowledged: 1,
         silentDevices: [{ deviceId: silentDevice.id, name: 'Silent station', online: true, lastSeenAt: 'string' }],
         silentDevicesTotal: 1,
+        exercise: false,
       },
     );
 

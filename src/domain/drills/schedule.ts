@@ -28,13 +28,12 @@ function scheduleError(msg: string) {
   return fieldError(where, msg);
 }
 
-/** Runs `fn` with at most EVALUATION_BUDGET_MS of CPU; null when it ran out. */
+/** Runs `fn` with at most EVALUATION_BUDGET_MS of CPU; null when it ran out, or failed (an unknown TZID, say). */
 function withinBudget<T>(fn: () => T): T | null {
   try {
     return runInNewContext('evaluate()', { evaluate: fn }, { timeout: EVALUATION_BUDGET_MS }) as T;
-  } catch (err) {
-    if ((err as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') return null;
-    throw err;
+  } catch {
+    return null;
   }
 }
 
@@ -94,7 +93,11 @@ export function parseSchedule(text: string, defaultStart: string): Rule {
   if (!(parsed instanceof RRule)) throw scheduleError('must be one RRULE (with an optional DTSTART line), without RDATE or EXDATE');
   // A DTSTART given as an option would override the text's, so the creation is put in only where the text has none.
   if (parsed.origOptions.dtstart === undefined || parsed.origOptions.dtstart === null) {
-    parsed = new RRule({ ...parsed.origOptions, dtstart: wholeSecond(Date.parse(defaultStart)) });
+    try {
+      parsed = new RRule({ ...parsed.origOptions, dtstart: wholeSecond(Date.parse(defaultStart)) });
+    } catch (err) {
+      throw scheduleError(`is not an RFC 5545 RRULE: ${(err as Error).message}`);
+    }
   }
   if (!(parsed instanceof RRule)) throw scheduleError('must be one RRULE');
   if (parsed.origOptions.freq === undefined || parsed.origOptions.freq === null || Number.isNaN(parsed.origOptions.freq)) {
@@ -107,16 +110,16 @@ export function parseSchedule(text: string, defaultStart: string): Rule {
 /** The first occurrence strictly after `afterMs` and within the horizon; null when there is none. Throws when the rule runs out of time. */
 export function occurrenceAfter(rule: Rule, afterMs: number): Date | null {
   const found = withinBudget(() => rule.between(new Date(afterMs), new Date(afterMs + HORIZON_MS), false, (_, i) => i < 1));
-  if (found === null) throw new Error('the schedule took too long to evaluate');
+  if (found === null) throw new Error('the schedule could not be evaluated in time');
   return found[0] ?? null;
 }
 
 /** The latest occurrence in (`afterMs`, `upToMs`], or null; throws when the rule runs out of time. */
 export function latestOccurrence(rule: Rule, afterMs: number, upToMs: number): Date | null {
   if (upToMs <= afterMs) return null;
-  const found = withinBudget(() => rule.before(new Date(upToMs), true));
-  if (found === null) throw new Error('the schedule took too long to evaluate');
-  return found !== null && found.getTime() > afterMs ? found : null;
+  const found = withinBudget(() => rule.before(new Date(upToMs), true) ?? undefined);
+  if (found === null) throw new Error('the schedule could not be evaluated in time');
+  return found !== undefined && found.getTime() > afterMs ? found : null;
 }
 
 /**
@@ -126,7 +129,7 @@ export function latestOccurrence(rule: Rule, afterMs: number, upToMs: number): D
 export function validateSchedule(text: string, defaultStart: string, runSeconds: number, nowMs = Date.now()): Date {
   const rule = parseSchedule(text, defaultStart);
   const sample = withinBudget(() => rule.between(new Date(nowMs), new Date(nowMs + HORIZON_MS), false, (_, i) => i < GAP_SAMPLE));
-  if (sample === null) throw scheduleError('takes too long to evaluate: simplify the rule');
+  if (sample === null) throw scheduleError('cannot be evaluated within 300 ms (or names an unknown time zone): simplify the rule');
   if (sample.length === 0) throw scheduleError('has no occurrence within the next year');
   for (let i = 1; i < sample.length; i++) {
     const gapSeconds = (sample[i]!.getTime() - sample[i - 1]!.getTime()) / 1000;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError } from './config.js';
+import { FieldValidationError } from './errors.js';
 import { parseArgsOptions, UsageError } from './cli/command.js';
 import { CommandFailure } from './cli/failure.js';
 import { commandHelp, findCommand, groupHelp, isGroup, nearestGroup, suggestion, synopsis } from './cli/help.js';
@@ -99,6 +100,8 @@ async function main(argv: string[]): Promise<number> {
     if (err instanceof ConfigError) return fail(err.message, 78);
     if (err instanceof StartupFailure) return fail(err.message, err.exitCode);
     if (err instanceof CommandFailure) return fail(err.message, err.exitCode, err.details);
+    // A service's refusal of a field (its issues name a `loc`, not a Zod `path`): its message names the field.
+    if (err instanceof FieldValidationError) return fail(err.message, 2);
     const zodIssues = (err as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
     if (Array.isArray(zodIssues)) return fail(zodIssues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '), 2);
     return fail((err as Error).message, 1);

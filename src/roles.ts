@@ -20,7 +20,7 @@ export interface RoleParts {
   deviceGateway: boolean;
   /** Webhook delivery (with role `all`, only while WEBHOOK_DELIVERY_IN_SERVE is true). */
   webhookDelivery: boolean;
-  /** Acknowledgement deadlines: escalations and their completion. */
+  /** Acknowledgement deadlines (escalations and their completion) and drills' runs. */
   deadlines: boolean;
   /** Retention: expired Idempotency-Key answers and events past EVENT_RETENTION_DAYS. */
   sweeps: boolean;

@@ -14,6 +14,7 @@ import { startPgEventListener } from './db/postgres/listener.js';
 import { type DeviceGatewayOptions, startDeviceGateway } from './devices/gateway.js';
 import { type DispatcherOptions, startDispatcher } from './delivery/dispatcher.js';
 import { type DeadlineWorkerOptions, startDeadlineWorker } from './domain/deadlines/worker.js';
+import { type DrillWorkerOptions, startDrillWorker } from './domain/drills/worker.js';
 import { type ProcessRole, ROLE_PARTS } from './roles.js';
 
 export interface RunningServer {
@@ -49,6 +50,8 @@ export interface ServerOptions {
   streams?: AppOptions['streams'];
   /** Acknowledgement-deadline worker timings; false runs the server without it. */
   deadlines?: Partial<DeadlineWorkerOptions> | false;
+  /** Drill worker timings; false runs the server without it. */
+  drills?: Partial<DrillWorkerOptions> | false;
   /** The role of this process (src/roles.ts); ROLE of the configuration by default. */
   role?: ProcessRole;
 }
@@ -90,6 +93,11 @@ export async function startServer(config: Config, existing?: AppContext, options
   if (parts.deadlines && options.deadlines !== false) {
     const deadlines = startDeadlineWorker(ctx, app.log, options.deadlines);
     stoppers.push(() => deadlines.stop());
+  }
+  // Drills are timers in the database too, run by the same processes; compare-and-set claims keep each run to one of them.
+  if (parts.deadlines && options.drills !== false) {
+    const drills = startDrillWorker(ctx, app.log, options.drills);
+    stoppers.push(() => drills.stop());
   }
   // Expired Idempotency-Key answers (kept 24 h) and events past EVENT_RETENTION_DAYS.
   if (parts.sweeps) {

@@ -14,6 +14,7 @@ import { EmergencyPage } from './pages/emergency';
 import { OrganizationsPage } from './pages/organizations';
 import { SignIn } from './pages/sign-in';
 import { WebhooksPage } from './pages/webhooks';
+import { DrillsPage } from './pages/drills';
 import { navigate, parse, paths, type Route, useLocation } from './router';
 import { clearSession, currentKey, currentName, keepName, keyKind } from './session';
 import { loadOpenEmergencies, NO_OPEN, type OpenEmergencies, withLoadedOpen, withOpenEvent } from './open-emergencies';
@@ -165,6 +166,7 @@ function OrgNav({ orgId, orgName, isAdmin }: { orgId: string; orgName: string; i
       ? ([
           ['Webhooks', paths.webhooks(orgId)],
           ['API keys', paths.apiKeys(orgId)],
+          ['Drills', paths.drills(orgId)],
         ] as [string, string][])
       : []),
     ['Audit log', paths.audit(orgId)],
@@ -228,6 +230,14 @@ function Pages({ route }: { route: Route }) {
         <OrgLayout key={route.orgId} orgId={route.orgId} title="Webhooks">
           <AdminOnly>
             <WebhooksPage />
+          </AdminOnly>
+        </OrgLayout>
+      );
+    case 'drills':
+      return (
+        <OrgLayout key={route.orgId} orgId={route.orgId}>
+          <AdminOnly>
+            <DrillsPage />
           </AdminOnly>
         </OrgLayout>
       );

@@ -11,6 +11,7 @@ export type Route =
   | { page: 'webhooks'; orgId: string }
   | { page: 'api-keys'; orgId: string }
   | { page: 'audit'; orgId: string }
+  | { page: 'drills'; orgId: string }
   | { page: 'not-found' };
 
 export function parse(pathname: string): Route {
@@ -21,7 +22,7 @@ export function parse(pathname: string): Route {
   const orgId = parts[1];
   if (parts.length === 2) return { page: 'board', orgId };
   if (parts[2] === 'emergencies' && parts[3] && parts.length === 4) return { page: 'emergency', orgId, emergencyId: parts[3] };
-  if (parts.length === 3 && (parts[2] === 'devices' || parts[2] === 'webhooks' || parts[2] === 'api-keys' || parts[2] === 'audit')) {
+  if (parts.length === 3 && (parts[2] === 'devices' || parts[2] === 'webhooks' || parts[2] === 'api-keys' || parts[2] === 'audit' || parts[2] === 'drills')) {
     return { page: parts[2], orgId };
   }
   return { page: 'not-found' };
@@ -35,6 +36,7 @@ export const paths = {
   webhooks: (orgId: string) => `${BASE}/orgs/${encodeURIComponent(orgId)}/webhooks`,
   apiKeys: (orgId: string) => `${BASE}/orgs/${encodeURIComponent(orgId)}/api-keys`,
   audit: (orgId: string) => `${BASE}/orgs/${encodeURIComponent(orgId)}/audit`,
+  drills: (orgId: string) => `${BASE}/orgs/${encodeURIComponent(orgId)}/drills`,
 };
 
 const listeners = new Set<() => void>();

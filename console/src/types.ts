@@ -39,6 +39,8 @@ export type AuditEntry = Schemas['AuditLogEntry'];
 export type ApiKey = AdminSchemas['ApiKey'];
 export type Webhook = AdminSchemas['Webhook'];
 export type AdminDevice = AdminSchemas['Device'];
+export type Drill = AdminSchemas['Drill'];
+export type DrillRun = AdminSchemas['DrillRun'];
 export type Delivery = Json<AdminOperations['listWebhookDeliveries']>['items'][number];
 /** Whom a key or subscription covers (`instance` only for admin keys). */
 export type Subject = { type: 'instance' | 'partner' | 'enterprise' | 'org'; id?: string };

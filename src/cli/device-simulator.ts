@@ -35,12 +35,19 @@ interface DeliveryView {
   completedAfterMs?: number;
 }
 
+/** The data of drill.completed: a drill run's report. */
+interface DrillReportView {
+  acknowledged?: number;
+  passed?: boolean;
+  ackMs?: { p95?: number | null };
+}
+
 type AlertEvent = {
   eventType?: string;
   sandbox?: boolean;
   emergencyId?: string;
   createdAt?: string;
-  data?: { emergency?: EmergencyView; exercise?: boolean } & DeliveryView;
+  data?: { emergency?: EmergencyView; exercise?: boolean } & DeliveryView & DrillReportView;
 };
 
 /** "declared #41": the watched event a deadline event is about. */
@@ -67,12 +74,24 @@ function formatDelivery(head: string, event: AlertEvent): string {
   ].join(' | ');
 }
 
+/** A drill's report, on one line: whether every station acknowledged, how fast, and how many stayed silent. */
+function formatDrillReport(head: string, event: AlertEvent): string {
+  const d = event.data ?? {};
+  const p95 = d.ackMs?.p95 === null || d.ackMs?.p95 === undefined ? 'no acknowledgement' : `p95 ${d.ackMs.p95} ms`;
+  return [
+    `${head} DRILL COMPLETED: ${d.passed ? 'passed' : 'failed'}, ${d.acknowledged ?? '?'} of ${d.targeted ?? '?'} acknowledged`,
+    `${p95}, ${d.silentDevicesTotal ?? '?'} silent`,
+    `emergency ${event.emergencyId ?? '?'}`,
+  ].join(' | ');
+}
+
 /** One alert as a base station would show it. */
 export function formatAlert(offset: number, event: AlertEvent): string {
   // A sandbox's events and exercises say so first, as a base station must: never mistaken for a real alarm.
   const marks = `${event.sandbox === true ? ' SANDBOX' : ''}${event.data?.exercise === true ? ' EXERCISE' : ''}`;
   const head = `[${event.createdAt ?? new Date().toISOString()}] #${offset}${marks}`;
   if (event.eventType === 'emergency.delivery_overdue' || event.eventType === 'emergency.delivery_completed') return formatDelivery(head, event);
+  if (event.eventType === 'drill.completed') return formatDrillReport(head, event);
   const e = event.data?.emergency ?? {};
   const kind = (event.eventType ?? 'event').replace(/^emergency\./, '').toUpperCase();
   const parts = [`${head} EMERGENCY ${kind}`];

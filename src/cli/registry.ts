@@ -1,4 +1,5 @@
 import { capCommands } from './admin-cap.js';
+import { drillCommands } from './admin-drills.js';
 import { integrationCommands } from './admin-integrations.js';
 import { deviceCommands } from './admin-devices.js';
 import { directoryCommands } from './admin-directory.js';
@@ -19,6 +20,7 @@ export const commands: Record<string, CliCommand> = {
   ...deviceCommands,
   ...webhookCommands,
   ...capCommands,
+  ...drillCommands,
   ...integrationCommands,
   ...webhookListenCommands,
   ...workerCommands,

@@ -348,6 +348,45 @@ export interface CapOriginalTable {
   document: string;
   created_at: string;
 }
+/** An organization's drill: a scheduled or on-demand exercise (see migration 0021). */
+export interface DrillTable {
+  id: string;
+  org_id: string;
+  name: string;
+  /** Null: the organization's default category. */
+  category_id: string | null;
+  description: string | null;
+  /** An RFC 5545 RRULE (with its DTSTART line), or null for a drill run only on demand. */
+  schedule: string | null;
+  ack_deadline_seconds: number;
+  /** Null: the deadline plus 30 s. */
+  resolve_after_seconds: number | null;
+  /** The next scheduled occurrence: the timer a worker claims by compare-and-set; null when none is left. */
+  next_run_at: string | null;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+/** One run of a drill (see migration 0021). */
+export interface DrillRunTable {
+  id: string;
+  drill_id: string;
+  org_id: string;
+  /** The occurrence it runs (the time it was asked for, when run on demand); unique per drill. */
+  scheduled_for: string;
+  /** `starting`, `running` or `completed`. */
+  status: string;
+  emergency_id: string | null;
+  /** The exercise emergency's emergency.declared event: what the report measures. */
+  event_id: string | null;
+  started_at: string | null;
+  /** When the exercise emergency is resolved and the report written. */
+  resolve_at: string | null;
+  completed_at: string | null;
+  /** The report as JSON, once completed. */
+  report: string | null;
+  created_at: string;
+}
 
 export interface Database {
   partners: PartnerTable;
@@ -376,6 +415,8 @@ export interface Database {
   ack_deadlines: AckDeadlineTable;
   cap_event_mappings: CapEventMappingTable;
   cap_originals: CapOriginalTable;
+  drills: DrillTable;
+  drill_runs: DrillRunTable;
   org_connection_quotas: OrgConnectionQuotaTable;
   partner_connection_quotas: PartnerConnectionQuotaTable;
   oauth_clients: OAuthClientTable;

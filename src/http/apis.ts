@@ -10,6 +10,7 @@ import { capMappingAdminRoutes } from './routes/admin/cap-mappings.js';
 import { categoryAdminRoutes } from './routes/admin/categories.js';
 import { connectionQuotaAdminRoutes } from './routes/admin/connection-quotas.js';
 import { deviceAdminRoutes } from './routes/admin/devices.js';
+import { drillAdminRoutes } from './routes/admin/drills.js';
 import { enterpriseAdminRoutes } from './routes/admin/enterprises.js';
 import { integrationAdminRoutes } from './routes/admin/integrations.js';
 import { meAdminRoutes } from './routes/admin/me.js';
@@ -63,6 +64,7 @@ const APIS: Api[] = [
       adminKeyAdminRoutes,
       webhookAdminRoutes,
       deviceAdminRoutes,
+      drillAdminRoutes,
       meAdminRoutes,
     ],
   },

@@ -3,6 +3,7 @@ import { PING_EVENT_TYPE } from '../domain/webhooks/schema.js';
 import {
   DELIVERY_COMPLETED,
   DELIVERY_OVERDUE,
+  DRILL_COMPLETED,
   EMERGENCY_CATEGORIZED,
   EMERGENCY_DECLARED,
   EMERGENCY_RESOLVED,
@@ -39,6 +40,7 @@ const WHAT: Record<EventType, string> = {
   [EMERGENCY_RESOLVED]: 'An emergency was resolved.',
   [DELIVERY_OVERDUE]: 'Base stations have not acknowledged an emergency event by its acknowledgement deadline.',
   [DELIVERY_COMPLETED]: 'Every base station an overdue event targets has now acknowledged it.',
+  [DRILL_COMPLETED]: "A drill's run ended: its exercise emergency was resolved and its report taken.",
 };
 
 const EMERGENCY_ID = '0195f3a8-0000-7000-8000-000000000002';
@@ -73,6 +75,31 @@ const DATA: Partial<Record<EventType | 'change', { text: string; example: (type:
       'stop escalating. `data` (DeliveryCompletedData) carries `completedAfterMs`, from the overdue event to the last acknowledgement.',
     example: () => ({ emergencyId: EMERGENCY_ID, eventOffset: 41, eventType: 'emergency.declared', targeted: 3, completedAfterMs: 48210, exercise: false }),
   },
+  [DRILL_COMPLETED]: {
+    text:
+      "Appended to a drill's exercise emergency after its emergency.resolved, once per run. `data` (DrillCompletedData) is the run's " +
+      'report, as GET /api/admin/v1/orgs/{org_id}/drills/{drill_id}/runs lists it: targeted and acknowledging base stations, ' +
+      'acknowledgement times (p50, p95, max in ms), the silent stations (at most 100) and the webhook deliveries of the alert; ' +
+      '`passed` is true when every targeted station acknowledged. `exercise` is always true. Only subscriptions without an ' +
+      'event-type filter, or that list it, get it.',
+    example: () => ({
+      runId: '0195f3a8-0000-7000-8000-000000000005',
+      drillId: '0195f3a8-0000-7000-8000-000000000004',
+      emergencyId: EMERGENCY_ID,
+      scheduledFor: '2026-11-02T09:00:00.000Z',
+      startedAt: '2026-11-02T09:00:00.412Z',
+      completedAt: '2026-11-02T09:01:30.420Z',
+      status: 'completed',
+      targeted: 3,
+      acknowledged: 2,
+      ackMs: { p50: 180, p95: 2410, max: 2410 },
+      silentDevices: [{ deviceId: '0195f3a8-0000-7000-8000-000000000003', name: 'Gym base station', online: false, lastSeenAt: '2026-11-01T16:02:11.000Z' }],
+      silentDevicesTotal: 1,
+      webhooks: { delivered: 1, failed: 0, pending: 0 },
+      passed: false,
+      exercise: true,
+    }),
+  },
 };
 
 export function describeWebhooks(components: Json): Json {
@@ -102,7 +129,7 @@ export function describeWebhooks(components: Json): Json {
                 createdAt: '2026-11-21T17:44:29.123Z',
                 orgId: '0195f3a8-0000-7000-8000-000000000001',
                 emergencyId: EMERGENCY_ID,
-                sequence: type === DELIVERY_COMPLETED ? 3 : type === DELIVERY_OVERDUE ? 2 : 1,
+                sequence: type === DRILL_COMPLETED ? 4 : type === DELIVERY_COMPLETED ? 3 : type === DELIVERY_OVERDUE ? 2 : 1,
                 data: data.example(type),
               },
             },

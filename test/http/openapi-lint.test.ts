@@ -63,6 +63,7 @@ describe('OpenAPI documents', () => {
     const doc = documents.public;
     assert.deepEqual(Object.keys(doc.webhooks).sort(), [
       'device-stream-frame',
+      'drill.completed',
       'emergency.categorized',
       'emergency.declared',
       'emergency.delivery_completed',

@@ -109,6 +109,18 @@ describe('the OpenAPI documents describe what the service answers (Prism validat
     ).json.mappingId;
     await admin.call('GET', '/orgs/{org_id}/cap-mappings', { params: { org_id: orgId }, expect: 200 });
     await admin.call('DELETE', '/orgs/{org_id}/cap-mappings/{mapping_id}', { params: { org_id: orgId, mapping_id: mappingId }, expect: 200 });
+    const drillBody = { name: 'Tour drill', ackDeadlineSeconds: 5, resolveAfterSeconds: 5, schedule: 'FREQ=MONTHLY;BYDAY=1MO;BYHOUR=10;BYMINUTE=0;BYSECOND=0' };
+    const drillId = (await admin.call('POST', '/orgs/{org_id}/drills', { params: { org_id: orgId }, body: drillBody, expect: 201 })).json.drillId;
+    await admin.call('POST', '/orgs/{org_id}/drills', { params: { org_id: orgId }, body: { ...drillBody, schedule: 'FREQ=NEVER' }, expect: 422 });
+    await admin.call('GET', '/orgs/{org_id}/drills', { params: { org_id: orgId }, expect: 200 });
+    const drillOf = { org_id: orgId, drill_id: drillId };
+    await admin.call('GET', '/orgs/{org_id}/drills/{drill_id}', { params: drillOf, expect: 200 });
+    await admin.call('GET', '/orgs/{org_id}/drills/{drill_id}', { params: { org_id: orgId, drill_id: unknown }, expect: 404 });
+    await admin.call('PATCH', '/orgs/{org_id}/drills/{drill_id}', { params: drillOf, body: { description: 'This is a drill' }, expect: 200 });
+    await admin.call('POST', '/orgs/{org_id}/drills/{drill_id}/runs', { params: drillOf, expect: 202 });
+    await admin.call('POST', '/orgs/{org_id}/drills/{drill_id}/runs', { params: drillOf, expect: 409 });
+    await admin.call('GET', '/orgs/{org_id}/drills/{drill_id}/runs', { params: drillOf, expect: 200 });
+    await admin.call('DELETE', '/orgs/{org_id}/drills/{drill_id}', { params: drillOf, expect: 200 });
     const integrationKey = (
       await admin.call('POST', '/orgs/{org_id}/integration-keys', { params: { org_id: orgId }, body: { name: 'Tour monitoring' }, expect: 201 })
     ).json;

@@ -724,6 +724,82 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/orgs/{org_id}/drills': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * An organization's drills, oldest first, with their next run (admin keys whose subject holds the organization).
+     * @description An organization's drills, oldest first, with their next run (admin keys whose subject holds the organization).
+     */
+    get: operations['listDrills'];
+    put?: never;
+    /**
+     * Create a drill of an organization, scheduled by an RRULE or run on demand (admin keys whose subject holds the organization).
+     * @description A run declares an exercise emergency (externalId `drill:<runId>`, source `drill`, `exercise: true`) with the drill’s category, description and acknowledgement deadline, resolves it resolveAfterSeconds later, takes the report and appends drill.completed (feed and webhooks) to the exercise’s timeline. Each scheduled time runs once across restarts and instances; an occurrence missed while no process ran still runs if it is at most an hour late, older ones are skipped. Recorded in the organization's audit log (drill.created).
+     */
+    post: operations['createDrill'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/orgs/{org_id}/drills/{drill_id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * One drill (admin keys whose subject holds the organization).
+     * @description One drill (admin keys whose subject holds the organization).
+     */
+    get: operations['getDrill'];
+    put?: never;
+    post?: never;
+    /**
+     * Delete a drill: it runs no more; a run under way completes and keeps its report (audit: drill.deleted) (admin keys whose subject holds the organization).
+     * @description Delete a drill: it runs no more; a run under way completes and keeps its report (audit: drill.deleted) (admin keys whose subject holds the organization).
+     */
+    delete: operations['deleteDrill'];
+    options?: never;
+    head?: never;
+    /**
+     * Change a drill; a new schedule or timing schedules its next run anew, from now (admin keys whose subject holds the organization).
+     * @description Fields left out are unchanged; null clears. Recorded in the organization's audit log (drill.updated).
+     */
+    patch: operations['updateDrill'];
+    trace?: never;
+  };
+  '/orgs/{org_id}/drills/{drill_id}/runs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * A drill's runs, newest first, each with its report (admin keys whose subject holds the organization).
+     * @description While a run is under way its figures are as they stand; once `status` is completed they are final and also carried by its drill.completed event. ackMs are nearest-rank percentiles of the acknowledging stations’ first-acknowledgement times.
+     */
+    get: operations['listDrillRuns'];
+    put?: never;
+    /**
+     * Run a drill now, outside its schedule: 202 with the run as claimed (admin keys whose subject holds the organization).
+     * @description A run declares an exercise emergency (externalId `drill:<runId>`, source `drill`, `exercise: true`) with the drill’s category, description and acknowledgement deadline, resolves it resolveAfterSeconds later, takes the report and appends drill.completed (feed and webhooks) to the exercise’s timeline. Each scheduled time runs once across restarts and instances; an occurrence missed while no process ran still runs if it is at most an hour late, older ones are skipped. Its report is listed at GET .../runs as it stands, final once status is completed. Recorded in the audit log (drill.run).
+     */
+    post: operations['runDrill'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/me': {
     parameters: {
       query?: never;
@@ -748,6 +824,140 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    CreateDrillRequest: {
+      /** @description What the drill is, e.g. "Monthly siren test". */
+      name: string;
+      /** @description The exercise's category; null or absent: the organization's Uncategorized. */
+      categoryId?: string | null;
+      /** @description The exercise emergency's description: what base stations show. */
+      description?: string | null;
+      /**
+       * @description An RFC 5545 RRULE, optionally after a DTSTART line (e.g. "DTSTART;TZID=Europe/Berlin:20260105T100000\nRRULE:FREQ=MONTHLY;BYDAY=1MO"); without DTSTART it starts at the creation. Its next occurrence must fall within a year, and two occurrences may not be closer together than a run lasts (resolveAfterSeconds). null or absent: no schedule, run on demand.
+       * @example FREQ=MONTHLY;BYDAY=1MO;BYHOUR=10;BYMINUTE=0;BYSECOND=0
+       */
+      schedule?: string | null;
+      /**
+       * @description Seconds the base stations have to acknowledge the drill's alert: its acknowledgement deadline (§7).
+       * @example 60
+       */
+      ackDeadlineSeconds: number;
+      /**
+       * @description Seconds from the declare to the resolve, when the report is taken; at least ackDeadlineSeconds. null or absent: the deadline plus 30.
+       * @example 90
+       */
+      resolveAfterSeconds?: number | null;
+    };
+    UpdateDrillRequest: {
+      /** @description What the drill is, e.g. "Monthly siren test". */
+      name?: string;
+      /** @description The exercise's category; null or absent: the organization's Uncategorized. */
+      categoryId?: string | null;
+      /** @description The exercise emergency's description: what base stations show. */
+      description?: string | null;
+      /**
+       * @description An RFC 5545 RRULE, optionally after a DTSTART line (e.g. "DTSTART;TZID=Europe/Berlin:20260105T100000\nRRULE:FREQ=MONTHLY;BYDAY=1MO"); without DTSTART it starts at the creation. Its next occurrence must fall within a year, and two occurrences may not be closer together than a run lasts (resolveAfterSeconds). null or absent: no schedule, run on demand.
+       * @example FREQ=MONTHLY;BYDAY=1MO;BYHOUR=10;BYMINUTE=0;BYSECOND=0
+       */
+      schedule?: string | null;
+      /**
+       * @description Seconds the base stations have to acknowledge the drill's alert: its acknowledgement deadline (§7).
+       * @example 60
+       */
+      ackDeadlineSeconds?: number;
+      /**
+       * @description Seconds from the declare to the resolve, when the report is taken; at least ackDeadlineSeconds. null or absent: the deadline plus 30.
+       * @example 90
+       */
+      resolveAfterSeconds?: number | null;
+    };
+    Drill: {
+      /** Format: uuid */
+      drillId: string;
+      /** Format: uuid */
+      orgId: string;
+      name: string;
+      categoryId: string | null;
+      description: string | null;
+      schedule: string | null;
+      ackDeadlineSeconds: number;
+      /** @description Seconds from the declare to the resolve (the default, the deadline plus 30, when none was given). */
+      resolveAfterSeconds: number;
+      /** @description The next scheduled run; null without a schedule or when the schedule has no occurrence left. */
+      nextRunAt: string | null;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      updatedAt: string;
+    };
+    DrillList: {
+      /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
+      items: components['schemas']['Drill'][];
+      /** @description Pass as `cursor` to fetch the next page; null on the last page. */
+      nextCursor: string | null;
+    };
+    DrillRun: {
+      /** Format: uuid */
+      runId: string;
+      /** Format: uuid */
+      drillId: string;
+      /** @description The exercise emergency; null until it is declared (a run just claimed). */
+      emergencyId: string | null;
+      /**
+       * Format: date-time
+       * @description The occurrence this run is for (when it was asked for, for a run started on demand).
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      scheduledFor: string;
+      /** @description The declare: when the drill's alert went out. */
+      startedAt: string | null;
+      /** @description The resolve, when the report was taken; null while the run is under way. */
+      completedAt: string | null;
+      /**
+       * @description starting (claimed), running (declared, figures as they stand) or completed (final figures).
+       * @enum {string}
+       */
+      status: 'starting' | 'running' | 'completed';
+      /** @description Base stations the alert targeted (as its receipts count them). */
+      targeted: number;
+      /** @description Of those, the ones that acknowledged it. */
+      acknowledged: number;
+      /** @description Milliseconds from the alert to each acknowledging station's first acknowledgement (nearest-rank percentiles); null when none acknowledged. */
+      ackMs: {
+        p50: number | null;
+        p95: number | null;
+        max: number | null;
+      };
+      /** @description Targeted stations that did not acknowledge, by name: at most 100. */
+      silentDevices: {
+        /** Format: uuid */
+        deviceId: string;
+        name: string;
+        online: boolean;
+        lastSeenAt: string | null;
+      }[];
+      /** @description Every targeted station that did not acknowledge (targeted - acknowledged). */
+      silentDevicesTotal: number;
+      /** @description Webhook deliveries of the alert's emergency.declared event. */
+      webhooks: {
+        delivered: number;
+        failed: number;
+        pending: number;
+      };
+      /** @description acknowledged == targeted: every targeted station acknowledged. */
+      passed: boolean;
+    };
+    DrillRunList: {
+      /** @description At most `limit` items; fewer when they reach 320 KiB, so that no answer exceeds 1 MiB. */
+      items: components['schemas']['DrillRun'][];
+      /** @description Pass as `cursor` to fetch the next page; null on the last page. */
+      nextCursor: string | null;
+    };
     /** @description Every non-field error: `{detail:{error,message,...}}`. */
     ErrorResponse: {
       detail: {
@@ -10949,7 +11159,14 @@ export interface operations {
           allowedOrgIds?: string[] | null;
           /** @description Only these event types (default: every type). */
           eventTypes?:
-            | ('emergency.declared' | 'emergency.categorized' | 'emergency.resolved' | 'emergency.delivery_overdue' | 'emergency.delivery_completed')[]
+            | (
+                | 'emergency.declared'
+                | 'emergency.categorized'
+                | 'emergency.resolved'
+                | 'emergency.delivery_overdue'
+                | 'emergency.delivery_completed'
+                | 'drill.completed'
+              )[]
             | null;
         };
       };
@@ -11784,7 +12001,14 @@ export interface operations {
           url?: string;
           allowedOrgIds?: string[] | null;
           eventTypes?:
-            | ('emergency.declared' | 'emergency.categorized' | 'emergency.resolved' | 'emergency.delivery_overdue' | 'emergency.delivery_completed')[]
+            | (
+                | 'emergency.declared'
+                | 'emergency.categorized'
+                | 'emergency.resolved'
+                | 'emergency.delivery_overdue'
+                | 'emergency.delivery_completed'
+                | 'drill.completed'
+              )[]
             | null;
         };
       };
@@ -14747,6 +14971,1988 @@ export interface operations {
            *       "detail": {
            *         "error": "conflict",
            *         "message": "the device is revoked."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  listDrills: {
+    parameters: {
+      query?: {
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
+        cursor?: string;
+        /** @description Page size, 1..200 (default 50). */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "items": [
+           *         {
+           *           "drillId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "name": "string",
+           *           "categoryId": "string",
+           *           "description": "string",
+           *           "schedule": "string",
+           *           "ackDeadlineSeconds": 1,
+           *           "resolveAfterSeconds": 1,
+           *           "nextRunAt": "2026-11-21T17:44:29.123Z",
+           *           "createdAt": "2026-11-21T17:44:29.123Z",
+           *           "updatedAt": "2026-11-21T17:44:29.123Z"
+           *         }
+           *       ],
+           *       "nextCursor": "string"
+           *     }
+           */
+          'application/json': components['schemas']['DrillList'];
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  createDrill: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        org_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['CreateDrillRequest'];
+      };
+    };
+    responses: {
+      /** @description Created. */
+      201: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "drillId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "name": "string",
+           *       "categoryId": "string",
+           *       "description": "string",
+           *       "schedule": "string",
+           *       "ackDeadlineSeconds": 1,
+           *       "resolveAfterSeconds": 1,
+           *       "nextRunAt": "2026-11-21T17:44:29.123Z",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "updatedAt": "2026-11-21T17:44:29.123Z"
+           *     }
+           */
+          'application/json': components['schemas']['Drill'];
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds the size limit. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds the size limit."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  getDrill: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        org_id: string;
+        drill_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "drillId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "name": "string",
+           *       "categoryId": "string",
+           *       "description": "string",
+           *       "schedule": "string",
+           *       "ackDeadlineSeconds": 1,
+           *       "resolveAfterSeconds": 1,
+           *       "nextRunAt": "2026-11-21T17:44:29.123Z",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "updatedAt": "2026-11-21T17:44:29.123Z"
+           *     }
+           */
+          'application/json': components['schemas']['Drill'];
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization or drill (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization or drill (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  deleteDrill: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        org_id: string;
+        drill_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "drillId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "deleted": true
+           *     }
+           */
+          'application/json': {
+            /** Format: uuid */
+            drillId: string;
+            /** @enum {boolean} */
+            deleted: true;
+          };
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization or drill (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization or drill (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  updateDrill: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        org_id: string;
+        drill_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        'application/json': components['schemas']['UpdateDrillRequest'];
+      };
+    };
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "drillId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "name": "string",
+           *       "categoryId": "string",
+           *       "description": "string",
+           *       "schedule": "string",
+           *       "ackDeadlineSeconds": 1,
+           *       "resolveAfterSeconds": 1,
+           *       "nextRunAt": "2026-11-21T17:44:29.123Z",
+           *       "createdAt": "2026-11-21T17:44:29.123Z",
+           *       "updatedAt": "2026-11-21T17:44:29.123Z"
+           *     }
+           */
+          'application/json': components['schemas']['Drill'];
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization or drill (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization or drill (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description payload_too_large: the body exceeds the size limit. */
+      413: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "payload_too_large",
+           *         "message": "the body exceeds the size limit."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not application/json. */
+      415: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unsupported_media_type",
+           *         "message": "the body is not application/json."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  listDrillRuns: {
+    parameters: {
+      query?: {
+        /** @description The `nextCursor` of the previous page, passed unchanged. A cursor this endpoint did not hand out (altered, from another list, or decoding to values its sort columns cannot hold) is refused with 422 `cursor_invalid`. */
+        cursor?: string;
+        /** @description Page size, 1..200 (default 50). */
+        limit?: number;
+      };
+      header?: never;
+      path: {
+        org_id: string;
+        drill_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      200: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "items": [
+           *         {
+           *           "runId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "drillId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "emergencyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "scheduledFor": "2026-11-21T17:44:29.123Z",
+           *           "startedAt": "2026-11-21T17:44:29.123Z",
+           *           "completedAt": "2026-11-21T17:44:29.123Z",
+           *           "status": "starting",
+           *           "targeted": 1,
+           *           "acknowledged": 1,
+           *           "ackMs": {
+           *             "p50": 1,
+           *             "p95": 1,
+           *             "max": 1
+           *           },
+           *           "silentDevices": [
+           *             {
+           *               "deviceId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *               "name": "string",
+           *               "online": true,
+           *               "lastSeenAt": "2026-11-21T17:44:29.123Z"
+           *             }
+           *           ],
+           *           "silentDevicesTotal": 1,
+           *           "webhooks": {
+           *             "delivered": 1,
+           *             "failed": 1,
+           *             "pending": 1
+           *           },
+           *           "passed": true
+           *         }
+           *       ],
+           *       "nextCursor": "string"
+           *     }
+           */
+          'application/json': components['schemas']['DrillRunList'];
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization or drill (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization or drill (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description Validation failure, or idempotency_key_reused. */
+      422: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": [
+           *         {
+           *           "loc": [
+           *             "body",
+           *             "categoryName"
+           *           ],
+           *           "msg": "No category named \"Fyre\" in this organization.",
+           *           "type": "category_not_found"
+           *         }
+           *       ]
+           *     }
+           */
+          'application/json': components['schemas']['HTTPValidationError'] | components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description rate_limited: see Retry-After. */
+      429: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "rate_limited",
+           *         "message": "see Retry-After."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description headers_too_large: the request line and headers exceed 16 KiB. */
+      431: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "headers_too_large",
+           *         "message": "the request line and headers exceed 16 KiB."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description internal: the outcome of a write is unknown; read before retrying. */
+      500: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "internal",
+           *         "message": "the outcome of a write is unknown; read before retrying."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unavailable: the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key). */
+      503: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unavailable",
+           *         "message": "the database is unavailable; retry after Retry-After (writes: with the same Idempotency-Key)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+    };
+  };
+  runDrill: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description A key of yours (1 to 255 printable ASCII characters, e.g. a UUID) that makes this write safe to retry for 24 h: a retry with the same key and the same request replays the stored answer with `Idempotent-Replayed: true` and writes nothing; the same key with another request is a 422 idempotency_key_reused; while the first request runs, a 409 idempotency_key_in_use. */
+        'idempotency-key'?: string;
+      };
+      path: {
+        org_id: string;
+        drill_id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK. */
+      202: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Idempotent-Replayed': components['headers']['IdempotentReplayed'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "runId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "drillId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "emergencyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *       "scheduledFor": "2026-11-21T17:44:29.123Z",
+           *       "startedAt": "2026-11-21T17:44:29.123Z",
+           *       "completedAt": "2026-11-21T17:44:29.123Z",
+           *       "status": "starting",
+           *       "targeted": 1,
+           *       "acknowledged": 1,
+           *       "ackMs": {
+           *         "p50": 1,
+           *         "p95": 1,
+           *         "max": 1
+           *       },
+           *       "silentDevices": [
+           *         {
+           *           "deviceId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+           *           "name": "string",
+           *           "online": true,
+           *           "lastSeenAt": "2026-11-21T17:44:29.123Z"
+           *         }
+           *       ],
+           *       "silentDevicesTotal": 1,
+           *       "webhooks": {
+           *         "delivered": 1,
+           *         "failed": 1,
+           *         "pending": 1
+           *       },
+           *       "passed": true
+           *     }
+           */
+          'application/json': components['schemas']['DrillRun'];
+        };
+      };
+      /** @description bad_request: the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding. (A body that is not valid JSON is a 422 json_invalid.) */
+      400: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "bad_request",
+           *         "message": "the request could not be read: malformed HTTP (a request the HTTP parser refuses) or a path with broken percent-encoding"
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description unauthenticated: missing, invalid or revoked admin key (API keys are refused here). */
+      401: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'WWW-Authenticate': components['headers']['WWWAuthenticate'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "unauthenticated",
+           *         "message": "missing, invalid or revoked admin key (API keys are refused here)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description subject_not_covered: this needs an admin key of a wider subject (only instance keys create partners or mint instance keys). */
+      403: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "subject_not_covered",
+           *         "message": "this needs an admin key of a wider subject (only instance keys create partners or mint instance keys)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description not_found: no such organization or drill (or outside the admin key’s subject). */
+      404: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "not_found",
+           *         "message": "no such organization or drill (or outside the admin key’s subject)."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description request_timeout: the request did not arrive within 30 s. */
+      408: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "request_timeout",
+           *         "message": "the request did not arrive within 30 s."
+           *       }
+           *     }
+           */
+          'application/json': components['schemas']['ErrorResponse'];
+        };
+      };
+      /** @description conflict: a run of this drill is under way. */
+      409: {
+        headers: {
+          'X-Request-Id': components['headers']['XRequestId'];
+          'RateLimit-Limit': components['headers']['RateLimitLimit'];
+          'RateLimit-Remaining': components['headers']['RateLimitRemaining'];
+          'RateLimit-Reset': components['headers']['RateLimitReset'];
+          'Retry-After': components['headers']['RetryAfter'];
+          [name: string]: unknown;
+        };
+        content: {
+          /**
+           * @example {
+           *       "detail": {
+           *         "error": "conflict",
+           *         "message": "a run of this drill is under way."
            *       }
            *     }
            */

@@ -8,6 +8,8 @@ export { ADMIN_API_PATH, createAdminClient, createClient, errorCode, isErrorResp
 export type {
   DeliveryCompletedData,
   DeliveryCompletedEvent,
+  DrillCompletedData,
+  DrillCompletedEvent,
   DeliveryOverdueData,
   DeliveryOverdueEvent,
   Emergency,

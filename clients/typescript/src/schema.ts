@@ -563,6 +563,26 @@ export interface webhooks {
     patch?: never;
     trace?: never;
   };
+  'drill.completed': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * drill.completed: A drill's run ended: its exercise emergency was resolved and its report taken.
+     * @description A drill's run ended: its exercise emergency was resolved and its report taken. POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; Appended to a drill's exercise emergency after its emergency.resolved, once per run. `data` (DrillCompletedData) is the run's report, as GET /api/admin/v1/orgs/{org_id}/drills/{drill_id}/runs lists it: targeted and acknowledging base stations, acknowledgement times (p50, p95, max in ms), the silent stations (at most 100) and the webhook deliveries of the alert; `passed` is true when every targeted station acknowledged. `exercise` is always true. Only subscriptions without an event-type filter, or that list it, get it. Answer 2xx within the timeout; anything else is retried on the retry schedule.
+     */
+    post: operations['webhook_drill_completed'];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   'webhook.ping': {
     parameters: {
       query?: never;
@@ -653,6 +673,60 @@ export interface components {
       /** @description true when the emergency is an exercise (a drill): show it as such, never as a real alarm. */
       exercise: boolean;
     };
+    /** @description The run's report (DrillRun), status completed. */
+    DrillCompletedData: {
+      /** Format: uuid */
+      runId: string;
+      /** Format: uuid */
+      drillId: string;
+      /** @description The exercise emergency; null until it is declared (a run just claimed). */
+      emergencyId: string | null;
+      /**
+       * Format: date-time
+       * @description The occurrence this run is for (when it was asked for, for a run started on demand).
+       * @example 2026-11-21T17:44:29.123Z
+       */
+      scheduledFor: string;
+      /** @description The declare: when the drill's alert went out. */
+      startedAt: string | null;
+      /** @description The resolve, when the report was taken; null while the run is under way. */
+      completedAt: string | null;
+      /**
+       * @description starting (claimed), running (declared, figures as they stand) or completed (final figures).
+       * @enum {string}
+       */
+      status: 'starting' | 'running' | 'completed';
+      /** @description Base stations the alert targeted (as its receipts count them). */
+      targeted: number;
+      /** @description Of those, the ones that acknowledged it. */
+      acknowledged: number;
+      /** @description Milliseconds from the alert to each acknowledging station's first acknowledgement (nearest-rank percentiles); null when none acknowledged. */
+      ackMs: {
+        p50: number | null;
+        p95: number | null;
+        max: number | null;
+      };
+      /** @description Targeted stations that did not acknowledge, by name: at most 100. */
+      silentDevices: {
+        /** Format: uuid */
+        deviceId: string;
+        name: string;
+        online: boolean;
+        lastSeenAt: string | null;
+      }[];
+      /** @description Every targeted station that did not acknowledge (targeted - acknowledged). */
+      silentDevicesTotal: number;
+      /** @description Webhook deliveries of the alert's emergency.declared event. */
+      webhooks: {
+        delivered: number;
+        failed: number;
+        pending: number;
+      };
+      /** @description acknowledged == targeted: every targeted station acknowledged. */
+      passed: boolean;
+      /** @description true when the emergency is an exercise (a drill): show it as such, never as a real alarm. */
+      exercise: boolean;
+    };
     EmergencyChangeData: {
       /** @description The Emergency record after the change. */
       emergency: {
@@ -665,7 +739,13 @@ export interface components {
       /** Format: uuid */
       eventId: string;
       /** @enum {string} */
-      eventType: 'emergency.declared' | 'emergency.categorized' | 'emergency.resolved' | 'emergency.delivery_overdue' | 'emergency.delivery_completed';
+      eventType:
+        | 'emergency.declared'
+        | 'emergency.categorized'
+        | 'emergency.resolved'
+        | 'emergency.delivery_overdue'
+        | 'emergency.delivery_completed'
+        | 'drill.completed';
       /** @example 1.0.0 */
       apiVersion: string;
       /**
@@ -679,8 +759,17 @@ export interface components {
       emergencyId: string;
       /** @description Position in the emergency's timeline, from 1. */
       sequence: number;
-      /** @description By eventType: declared, categorized and resolved carry `{emergency, exercise}` (the Emergency after the change); delivery_overdue and delivery_completed carry the acknowledgement-deadline data of the event they watch. */
-      data: components['schemas']['EmergencyChangeData'] | components['schemas']['DeliveryOverdueData'] | components['schemas']['DeliveryCompletedData'];
+      /**
+       * @description Present, true, on every event of a sandbox instance: a test, never a live alert.
+       * @constant
+       */
+      sandbox?: true;
+      /** @description By eventType: declared, categorized and resolved carry `{emergency, exercise}` (the Emergency after the change); delivery_overdue and delivery_completed carry the acknowledgement-deadline data of the event they watch; drill.completed carries the drill run's report. */
+      data:
+        | components['schemas']['EmergencyChangeData']
+        | components['schemas']['DeliveryOverdueData']
+        | components['schemas']['DeliveryCompletedData']
+        | components['schemas']['DrillCompletedData'];
     };
     /** @description Every non-field error: `{detail:{error,message,...}}`. */
     ErrorResponse: {
@@ -1050,19 +1139,19 @@ export interface components {
       resolvedAt: string | null;
       resolvedBy: {
         /**
-         * @description `api_key` when the key itself acted, `admin_key` when an admin key did; `user` when a person was named.
+         * @description `api_key` when the key itself acted, `admin_key` when an admin key did; `user` when a person was named; `drill` for a drill's run.
          * @enum {string}
          */
-        type: 'api_key' | 'admin_key' | 'user';
+        type: 'api_key' | 'admin_key' | 'user' | 'drill';
         id: string;
         name: string;
       } | null;
       declaredBy: {
         /**
-         * @description `api_key` when the key itself acted, `admin_key` when an admin key did; `user` when a person was named.
+         * @description `api_key` when the key itself acted, `admin_key` when an admin key did; `user` when a person was named; `drill` for a drill's run.
          * @enum {string}
          */
-        type: 'api_key' | 'admin_key' | 'user';
+        type: 'api_key' | 'admin_key' | 'user' | 'drill';
         id: string;
         name: string;
       };
@@ -1320,6 +1409,11 @@ export interface components {
       apiVersion: string;
       /** Format: date-time */
       createdAt: string;
+      /**
+       * @description Present on a sandbox instance.
+       * @constant
+       */
+      sandbox?: true;
       data: {
         /**
          * Format: uuid
@@ -4181,6 +4275,7 @@ export interface operations {
            *             "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *             "emergencyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *             "sequence": 1,
+           *             "sandbox": true,
            *             "data": {
            *               "emergency": {},
            *               "exercise": true
@@ -4465,6 +4560,7 @@ export interface operations {
            *             "orgId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *             "emergencyId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
            *             "sequence": 1,
+           *             "sandbox": true,
            *             "data": {
            *               "emergency": {},
            *               "exercise": true
@@ -8443,6 +8539,92 @@ export interface operations {
          *         "targeted": 3,
          *         "completedAfterMs": 48210,
          *         "exercise": false
+         *       }
+         *     }
+         */
+        'application/json': components['schemas']['EventEnvelope'];
+      };
+    };
+    responses: {
+      /** @description Received (any 2xx). */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Gone: the subscription is disabled at once. */
+      410: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Any other answer, or none within the timeout: retried. */
+      500: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+    };
+  };
+  webhook_drill_completed: {
+    parameters: {
+      query?: never;
+      header: {
+        /** @description The eventId: the same for every attempt of one event (deduplicate on it). */
+        'webhook-id': string;
+        /** @description Unix seconds when this attempt was signed. */
+        'webhook-timestamp': string;
+        /** @description Standard Webhooks signature(s), `v1,<base64 HMAC-SHA256>` space-separated (two during a secret rotation). */
+        'webhook-signature': string;
+      };
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        /**
+         * @example {
+         *       "eventId": "0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d",
+         *       "eventType": "drill.completed",
+         *       "apiVersion": "1.0.0",
+         *       "createdAt": "2026-11-21T17:44:29.123Z",
+         *       "orgId": "0195f3a8-0000-7000-8000-000000000001",
+         *       "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
+         *       "sequence": 4,
+         *       "data": {
+         *         "runId": "0195f3a8-0000-7000-8000-000000000005",
+         *         "drillId": "0195f3a8-0000-7000-8000-000000000004",
+         *         "emergencyId": "0195f3a8-0000-7000-8000-000000000002",
+         *         "scheduledFor": "2026-11-02T09:00:00.000Z",
+         *         "startedAt": "2026-11-02T09:00:00.412Z",
+         *         "completedAt": "2026-11-02T09:01:30.420Z",
+         *         "status": "completed",
+         *         "targeted": 3,
+         *         "acknowledged": 2,
+         *         "ackMs": {
+         *           "p50": 180,
+         *           "p95": 2410,
+         *           "max": 2410
+         *         },
+         *         "silentDevices": [
+         *           {
+         *             "deviceId": "0195f3a8-0000-7000-8000-000000000003",
+         *             "name": "Gym base station",
+         *             "online": false,
+         *             "lastSeenAt": "2026-11-01T16:02:11.000Z"
+         *           }
+         *         ],
+         *         "silentDevicesTotal": 1,
+         *         "webhooks": {
+         *           "delivered": 1,
+         *           "failed": 0,
+         *           "pending": 0
+         *         },
+         *         "passed": false,
+         *         "exercise": true
          *       }
          *     }
          */

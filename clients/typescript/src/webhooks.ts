@@ -4,13 +4,15 @@ import type { components } from './schema.js';
 export type Emergency = components['schemas']['Emergency'];
 export type DeliveryOverdueData = components['schemas']['DeliveryOverdueData'];
 export type DeliveryCompletedData = components['schemas']['DeliveryCompletedData'];
+export type DrillCompletedData = components['schemas']['DrillCompletedData'];
 
 type Envelope = Omit<components['schemas']['EventEnvelope'], 'eventType' | 'data'>;
 type DeadlineEventType = 'emergency.delivery_overdue' | 'emergency.delivery_completed';
+type DrillEventType = 'drill.completed';
 
 /** An emergency transition (declared, categorized, resolved): `data.emergency` is the emergency after the change. */
 export type EmergencyChangeEvent = Envelope & {
-  eventType: Exclude<components['schemas']['EventEnvelope']['eventType'], DeadlineEventType>;
+  eventType: Exclude<components['schemas']['EventEnvelope']['eventType'], DeadlineEventType | DrillEventType>;
   /** The emergency after the change; `exercise`: true for an exercise (a drill), to be shown as such, never as a real alarm. */
   data: { emergency: Emergency; exercise: boolean };
 };
@@ -21,11 +23,14 @@ export type DeliveryOverdueEvent = Envelope & { eventType: 'emergency.delivery_o
 /** Every base station an overdue event targets has acknowledged it since. */
 export type DeliveryCompletedEvent = Envelope & { eventType: 'emergency.delivery_completed'; data: DeliveryCompletedData };
 
+/** A drill's run ended: `data` is its report (acknowledgements, silent stations, webhooks); its emergency is an exercise. */
+export type DrillCompletedEvent = Envelope & { eventType: 'drill.completed'; data: DrillCompletedData };
+
 /**
  * An event of an emergency's timeline, as webhooks, the event feed and device streams deliver it: narrow on
  * `eventType` to read `data` (only transitions carry `data.emergency`).
  */
-export type EmergencyEvent = EmergencyChangeEvent | DeliveryOverdueEvent | DeliveryCompletedEvent;
+export type EmergencyEvent = EmergencyChangeEvent | DeliveryOverdueEvent | DeliveryCompletedEvent | DrillCompletedEvent;
 
 /** `webhook.ping`, sent by `admin webhook test` (POST /webhooks/{id}/test on the admin API). */
 export interface WebhookPing {

@@ -38,6 +38,7 @@ const EVENT_LABEL: Record<string, string> = {
   'emergency.resolved': 'Resolved',
   [OVERDUE]: 'Delivery overdue',
   [COMPLETED]: 'Delivery completed',
+  'drill.completed': 'Drill completed',
 };
 
 const label = (eventType: string) => EVENT_LABEL[eventType] ?? eventType;
@@ -337,6 +338,16 @@ function TimelineDetail({ event }: { event: EventEnvelope }) {
       <span>
         all {event.data.targeted} acknowledged {label(event.data.eventType)} (offset {event.data.eventOffset}), {duration(event.data.completedAfterMs)} after
         the overdue
+      </span>
+    );
+  }
+  if (event.eventType === 'drill.completed') {
+    const d = event.data;
+    return (
+      <span class={d.passed ? undefined : 'overdue-text'}>
+        {d.passed ? 'passed' : 'failed'}: {d.acknowledged} of {d.targeted} acknowledged
+        {d.ackMs.p95 === null ? '' : `, p95 ${d.ackMs.p95} ms`}
+        {d.silentDevicesTotal > 0 ? `, ${d.silentDevicesTotal} silent` : ''}
       </span>
     );
   }

@@ -18,6 +18,7 @@ import * as oauth from './0017_oauth.js';
 import * as integrations from './0018_integrations.js';
 import * as capRelay from './0019_cap_relay.js';
 import * as exercise from './0020_exercise.js';
+import * as drills from './0021_drills.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '0018_integrations': integrations,
   '0019_cap_relay': capRelay,
   '0020_exercise': exercise,
+  '0021_drills': drills,
 };

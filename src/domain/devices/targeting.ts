@@ -95,6 +95,12 @@ export async function silentDevicesOf(db: Kysely<Database>, orgId: string, event
   return rows.sort(byNameThenId);
 }
 
+/** The ids of the targeted devices that have acknowledged the event: a drill's report times each one's acknowledgement. */
+export async function acknowledgedDeviceIds(db: Kysely<Database>, orgId: string, event: TargetingEvent): Promise<string[]> {
+  const rows = await targetedBy(db, orgId, event).select('id').where('acked_offset', '>=', Number(event.stream_offset)).execute();
+  return rows.map((r) => r.id);
+}
+
 /** Whether some targeted device has not acknowledged the event: one row read at most. */
 export async function anySilent(db: Kysely<Database>, orgId: string, event: TargetingEvent): Promise<boolean> {
   const row = await targetedBy(db, orgId, event).select('id').where('acked_offset', '<', Number(event.stream_offset)).limit(1).executeTakeFirst();

@@ -72,8 +72,22 @@ async function lockedEmergency(tx: Tx, orgId: string, emergencyId: string): Prom
   return { row, current: JSON.parse(row.record) as EmergencyRecord };
 }
 
+/** What only the service itself asks of a declare: a drill's run declares with its own deadline, as the drill. */
+export interface InternalDeclare {
+  /** The acknowledgement deadline instead of the category's or the org's. */
+  ackDeadlineSeconds?: number;
+  /** Who declares, instead of the caller. */
+  declaredBy?: Actor;
+}
+
 /** The record a declare returns and the emergencies row it writes. */
-function declaredEmergency(caller: Caller, orgId: string, input: DeclareInput, category: CategoryTable): { emergency: EmergencyRecord; row: EmergencyInsert } {
+function declaredEmergency(
+  caller: Caller,
+  orgId: string,
+  input: DeclareInput,
+  category: CategoryTable,
+  internal: InternalDeclare,
+): { emergency: EmergencyRecord; row: EmergencyInsert } {
   const now = nowIso();
   const emergency: EmergencyRecord = {
     emergencyId: newId(),
@@ -87,7 +101,7 @@ function declaredEmergency(caller: Caller, orgId: string, input: DeclareInput, c
     createdAt: now,
     resolvedAt: null,
     resolvedBy: null,
-    declaredBy: actorOf(caller, input.declaredBy),
+    declaredBy: internal.declaredBy ?? actorOf(caller, input.declaredBy),
     location: input.location
       ? { latitude: input.location.latitude ?? null, longitude: input.location.longitude ?? null, floorId: input.location.floorId ?? null }
       : null,
@@ -122,14 +136,15 @@ export async function declareEmergency(
   orgId: string,
   input: DeclareInput,
   write: WriteOptions = {},
+  internal: InternalDeclare = {},
 ): Promise<EmergencyRecord> {
   await authorize(ctx, caller, orgId, 'emergencies:write');
   // Read outside the unit of work: categories are never changed or removed, and a committed one may
   // be cached at once, so the declare itself reads nothing and its writes can be batched.
   const category = await resolveCategory(ctx.db, orgId, input);
-  const deadline = ackDeadlineFor(ctx.db.db, orgId, category);
+  const deadline = internal.ackDeadlineSeconds ?? ackDeadlineFor(ctx.db.db, orgId, category);
   const ackDeadline = deadline instanceof Promise ? await deadline : deadline;
-  const { emergency, row } = declaredEmergency(caller, orgId, input, category);
+  const { emergency, row } = declaredEmergency(caller, orgId, input, category, internal);
   try {
     await ctx.db.commit(
       (writes) => {
@@ -282,45 +297,56 @@ export async function resolveEmergency(
 ): Promise<{ emergency: EmergencyRecord; created: boolean }> {
   await authorize(ctx, caller, orgId, 'emergencies:write');
   return ctx.db.unitOfWork(async (tx) => {
-    const { row, current } = await lockedEmergency(tx, orgId, emergencyId);
-    if (row.status === 'resolved') {
-      // The answer is the record as resolved earlier, by anyone: reading it takes the read permission.
-      requirePermission(caller, 'emergencies:read', `to be answered with emergency ${row.id}, which was resolved before`);
-      return { emergency: current, created: false };
-    }
-    const now = nowIso();
-    const resolvedBy = actorOf(caller, input.resolvedBy);
-    const resolvedAt = input.resolvedAt ?? now;
-    const sequence = row.sequence + 1;
-    tx.resolutions.insert({
-      emergency_id: row.id,
-      org_id: orgId,
-      resolved_at: resolvedAt,
-      resolved_by: JSON.stringify(resolvedBy),
-      resolution_note: input.resolutionNote ?? null,
-      metadata: toJson(input.metadata),
-      created_at: now,
-    });
-    const emergency: EmergencyRecord = {
-      ...current,
-      status: 'resolved',
-      resolvedAt,
-      resolvedBy,
-      resolutionNote: input.resolutionNote ?? null,
-      ...(input.metadataAt ? { metadata: input.metadataAt(current.metadata, sequence) } : {}),
-    };
-    const category = await resolveCategory(tx, orgId, { categoryId: row.category_id });
-    const change = {
-      emergency,
-      recordJson: JSON.stringify(emergency),
-      at: now,
-      ackDeadline: await ackDeadlineFor(tx.db, orgId, category),
-      sandbox: ctx.config.SANDBOX,
-    };
-    tx.emergencies.update(orgId, row.id, { status: 'resolved', category_id: row.category_id, sequence, updated_at: now, record: change.recordJson });
-    recordTransition(tx, caller, change, 'emergency.resolved', sequence, {
-      ...(input.metadata ? { resolutionMetadata: input.metadata } : {}),
-    });
-    return { emergency, created: true };
+    const { emergency, created } = await resolveInUnit(tx, caller, orgId, emergencyId, input, ctx.config.SANDBOX);
+    return { emergency, created };
   }, write.idempotency);
+}
+
+/**
+ * The resolve within a unit of work the caller holds (a drill's completion appends its report after it); the caller has been
+ * authorized. Returns the emergency's sequence and stored record after it.
+ */
+export async function resolveInUnit(
+  tx: Tx,
+  caller: Caller,
+  orgId: string,
+  emergencyId: string,
+  input: ResolveInput & TransitionExtras & { resolvedByActor?: Actor },
+  /** A sandbox instance marks the event. */
+  sandbox: boolean,
+): Promise<{ emergency: EmergencyRecord; created: boolean; sequence: number; recordJson: string }> {
+  const { row, current } = await lockedEmergency(tx, orgId, emergencyId);
+  if (row.status === 'resolved') {
+    // The answer is the record as resolved earlier, by anyone: reading it takes the read permission.
+    requirePermission(caller, 'emergencies:read', `to be answered with emergency ${row.id}, which was resolved before`);
+    return { emergency: current, created: false, sequence: row.sequence, recordJson: row.record };
+  }
+  const now = nowIso();
+  const resolvedBy = input.resolvedByActor ?? actorOf(caller, input.resolvedBy);
+  const resolvedAt = input.resolvedAt ?? now;
+  const sequence = row.sequence + 1;
+  tx.resolutions.insert({
+    emergency_id: row.id,
+    org_id: orgId,
+    resolved_at: resolvedAt,
+    resolved_by: JSON.stringify(resolvedBy),
+    resolution_note: input.resolutionNote ?? null,
+    metadata: toJson(input.metadata),
+    created_at: now,
+  });
+  const emergency: EmergencyRecord = {
+    ...current,
+    status: 'resolved',
+    resolvedAt,
+    resolvedBy,
+    resolutionNote: input.resolutionNote ?? null,
+    ...(input.metadataAt ? { metadata: input.metadataAt(current.metadata, sequence) } : {}),
+  };
+  const category = await resolveCategory(tx, orgId, { categoryId: row.category_id });
+  const change = { emergency, recordJson: JSON.stringify(emergency), at: now, ackDeadline: await ackDeadlineFor(tx.db, orgId, category), sandbox };
+  tx.emergencies.update(orgId, row.id, { status: 'resolved', category_id: row.category_id, sequence, updated_at: now, record: change.recordJson });
+  recordTransition(tx, caller, change, 'emergency.resolved', sequence, {
+    ...(input.metadata ? { resolutionMetadata: input.metadata } : {}),
+  });
+  return { emergency, created: true, sequence, recordJson: change.recordJson };
 }

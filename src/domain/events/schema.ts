@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { EVENT_TYPES, type EventType } from '../../log/event-types.js';
 import { PAGE_BYTES } from '../shared/page-bytes.js';
 import { deliveryCompletedData, deliveryOverdueData } from '../deadlines/schema.js';
+import { drillCompletedData } from '../drills/schema.js';
 import { cursorParam, exerciseFlag, INT4_MAX, timestamp, uuid } from '../shared/schema.js';
 
 /** The `data` of a transition (declared, categorized, resolved). */
@@ -21,10 +22,11 @@ export const eventEnvelope = z
     sequence: z.number().int().describe("Position in the emergency's timeline, from 1."),
     sandbox: z.literal(true).optional().describe('Present, true, on every event of a sandbox instance: a test, never a live alert.'),
     data: z
-      .union([emergencyChangeData, deliveryOverdueData, deliveryCompletedData])
+      .union([emergencyChangeData, deliveryOverdueData, deliveryCompletedData, drillCompletedData])
       .describe(
         'By eventType: declared, categorized and resolved carry `{emergency, exercise}` (the Emergency after the change); ' +
-          'delivery_overdue and delivery_completed carry the acknowledgement-deadline data of the event they watch.',
+          'delivery_overdue and delivery_completed carry the acknowledgement-deadline data of the event they watch; ' +
+          "drill.completed carries the drill run's report.",
       ),
   })
   .meta({ id: 'EventEnvelope' });

@@ -73,8 +73,8 @@ export const actorInput = z.strictObject({
 
 export const actorOutput = z.object({
   type: z
-    .enum(['api_key', 'admin_key', 'user'])
-    .describe('`api_key` when the key itself acted, `admin_key` when an admin key did; `user` when a person was named.'),
+    .enum(['api_key', 'admin_key', 'user', 'drill'])
+    .describe("`api_key` when the key itself acted, `admin_key` when an admin key did; `user` when a person was named; `drill` for a drill's run."),
   id: z.string(),
   name: z.string(),
 });

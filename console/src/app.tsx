@@ -235,7 +235,7 @@ function Pages({ route }: { route: Route }) {
       );
     case 'drills':
       return (
-        <OrgLayout key={route.orgId} orgId={route.orgId}>
+        <OrgLayout key={route.orgId} orgId={route.orgId} title="Drills">
           <AdminOnly>
             <DrillsPage />
           </AdminOnly>

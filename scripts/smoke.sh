@@ -51,6 +51,8 @@ npm_config_nodedir="$NODE_DIR" npm install -g --prefix "$WORK/prefix" --prefer-o
 cli="$WORK/prefix/bin/emergency-api"
 "$cli" --version
 
+# A new database starts in a directory that exists (a missing one is refused as a likely typo).
+mkdir "$WORK/data"
 export DATABASE_URL="sqlite:$WORK/data/emergency.db" ATTACHMENT_STORE="file:$WORK/data/attachments"
 "$cli" migrate > "$WORK/migrate.log" 2>&1 || fail "migrate failed"
 grep -q '^Applied [0-9]* migrations' "$WORK/migrate.log" || fail "migrate applied nothing"

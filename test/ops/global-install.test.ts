@@ -170,6 +170,8 @@ describe('npm install -g of the packed package', { timeout: 600_000 }, () => {
 
   it('serves the API on SQLite, its native module built by the install', async () => {
     const data = join(work, 'data');
+    // A new database is started in a directory that exists (a missing one is refused as a likely typo).
+    mkdirSync(data, { recursive: true });
     const env = plainEnv({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DATABASE_URL: `sqlite:${join(data, 'emergency.db')}` });
     env.ATTACHMENT_STORE = `file:${join(data, 'attachments')}`;
     child = spawn(bin, ['serve'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,7 +1,8 @@
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useState } from 'preact/hooks';
 import { playAlarm, soundAllowed, unlockSound } from './alarm-sound';
 import { notificationSupport } from './attention';
 import { type AttentionSettings, keepAttentionSettings, useAttentionSettings } from './attention-settings';
+import { ModalDialog } from './components';
 
 /** The header's button for this browser's alerts: says whether they are on and opens their settings. */
 export function AttentionControl() {
@@ -38,18 +39,11 @@ const SUPPORT_NOTE: Record<string, string> = {
 };
 
 function AttentionDialog({ settings, onClose }: { settings: AttentionSettings; onClose: () => void }) {
-  const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const ids = { sound: useId(), desktop: useId(), threshold: useId() };
   const [support, setSupport] = useState(notificationSupport);
   const [asking, setAsking] = useState(false);
   const [soundNote, setSoundNote] = useState<string | null>(null);
-
-  useEffect(() => {
-    const dialog = ref.current;
-    if (dialog && !dialog.open) dialog.showModal();
-    return () => dialog?.close();
-  }, []);
 
   const change = (patch: Partial<AttentionSettings>) => keepAttentionSettings({ ...settings, ...patch });
 
@@ -77,15 +71,7 @@ function AttentionDialog({ settings, onClose }: { settings: AttentionSettings; o
   }
 
   return (
-    <dialog
-      ref={ref}
-      aria-modal="true"
-      aria-labelledby={titleId}
-      onCancel={(e) => {
-        e.preventDefault();
-        onClose();
-      }}
-    >
+    <ModalDialog titleId={titleId} onCancel={onClose}>
       <h2 id={titleId}>Alerts in this browser</h2>
       <p class="hint">
         A sound and a desktop notification when an emergency is declared or re-categorized at or above the severity below, in the organization open here (or
@@ -145,6 +131,6 @@ function AttentionDialog({ settings, onClose }: { settings: AttentionSettings; o
           Done
         </button>
       </div>
-    </dialog>
+    </ModalDialog>
   );
 }

@@ -136,6 +136,33 @@ export function tidyName(value: string): string {
 }
 
 /**
+ * A modal `<dialog>`, open while it is mounted (focus moves into it and the page behind is inert); Escape calls `onCancel`
+ * instead of closing it behind the app's back. `alert` makes it an alertdialog described by that element.
+ */
+export function ModalDialog(props: { titleId: string; alert?: { describedBy: string }; onCancel: () => void; children: ComponentChildren }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  useEffect(() => {
+    const dialog = ref.current;
+    if (dialog && !dialog.open) dialog.showModal();
+    return () => dialog?.close();
+  }, []);
+  return (
+    <dialog
+      ref={ref}
+      {...(props.alert ? { role: 'alertdialog', 'aria-describedby': props.alert.describedBy } : {})}
+      aria-modal="true"
+      aria-labelledby={props.titleId}
+      onCancel={(e) => {
+        e.preventDefault();
+        props.onCancel();
+      }}
+    >
+      {props.children}
+    </dialog>
+  );
+}
+
+/**
  * A confirmation before a write: a modal alertdialog naming what will happen, with the action's own
  * verb on the confirm button. Escape or Cancel closes it without acting. With `recordsPerson`, the
  * write names the operator: when no display name is known yet the dialog asks for it, keeps it for the
@@ -152,18 +179,12 @@ export function ConfirmDialog(props: {
   onConfirm: (displayName: string | null) => void;
   onCancel: () => void;
 }) {
-  const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const bodyId = useId();
   const session = useContext(SessionContext);
   const askName = Boolean(props.recordsPerson && session && !session.displayName);
   const [name, setName] = useState('');
   const [nameError, setNameError] = useState<string | null>(null);
-  useEffect(() => {
-    const dialog = ref.current;
-    if (dialog && !dialog.open) dialog.showModal();
-    return () => dialog?.close();
-  }, []);
   const confirm = () => {
     if (!askName) {
       props.onConfirm(props.recordsPerson ? (session?.displayName ?? null) : null);
@@ -178,14 +199,10 @@ export function ConfirmDialog(props: {
     props.onConfirm(given);
   };
   return (
-    <dialog
-      ref={ref}
-      role="alertdialog"
-      aria-modal="true"
-      aria-labelledby={titleId}
-      aria-describedby={bodyId}
-      onCancel={(e) => {
-        e.preventDefault();
+    <ModalDialog
+      titleId={titleId}
+      alert={{ describedBy: bodyId }}
+      onCancel={() => {
         if (!props.busy) props.onCancel();
       }}
     >
@@ -201,31 +218,17 @@ export function ConfirmDialog(props: {
           {props.busy ? 'Working…' : props.confirmLabel}
         </button>
       </div>
-    </dialog>
+    </ModalDialog>
   );
 }
 
 /** Sets or changes the operator's display name for this tab. */
 export function NameDialog({ current, onSave, onClose }: { current: string | null; onSave: (name: string) => void; onClose: () => void }) {
-  const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const [name, setName] = useState(current ?? '');
   const [error, setError] = useState<string | null>(null);
-  useEffect(() => {
-    const dialog = ref.current;
-    if (dialog && !dialog.open) dialog.showModal();
-    return () => dialog?.close();
-  }, []);
   return (
-    <dialog
-      ref={ref}
-      aria-modal="true"
-      aria-labelledby={titleId}
-      onCancel={(e) => {
-        e.preventDefault();
-        onClose();
-      }}
-    >
+    <ModalDialog titleId={titleId} onCancel={onClose}>
       <form
         aria-labelledby={titleId}
         noValidate
@@ -250,7 +253,7 @@ export function NameDialog({ current, onSave, onClose }: { current: string | nul
           </button>
         </div>
       </form>
-    </dialog>
+    </ModalDialog>
   );
 }
 

@@ -4,6 +4,7 @@ import { type Config, ConfigError } from '../config.js';
 import { loggerOptions } from '../observability/log-format.js';
 import { MAX_PROCESSES, type ProcessRole } from '../roles.js';
 import { UsageError } from './command.js';
+import { migrationsSummary } from '../db/migrate.js';
 
 /**
  * `serve --processes N`: the command's process becomes a supervisor (a node:cluster primary) that runs N processes
@@ -82,7 +83,7 @@ interface Slot {
 export function superviseProcesses({ role, processes, config, shutdownTimeoutMs, applied }: SupervisorOptions): void {
   const metricsBase = config.METRICS_PORT;
   const logger = pino({ name: 'supervisor', ...loggerOptions(config) });
-  for (const name of applied) logger.info({ migration: name }, `migration ${name} applied`);
+  if (applied.length > 0) logger.info({ migrations: applied }, migrationsSummary(applied));
   const slots: Slot[] = Array.from({ length: processes }, (_, index) => ({
     index,
     worker: null,

@@ -1,6 +1,6 @@
 import { createContext } from '../create-context.js';
 import { type Config, loadConfig } from '../config.js';
-import { migrateToLatest } from '../db/migrate.js';
+import { migrateToLatest, migrationsSummary } from '../db/migrate.js';
 import { migrations } from '../db/migrations/index.js';
 import { type CliCommand, databaseCommand, UsageError } from './command.js';
 import { provisionDemo, provisionDemoKeys, withDemoDefaults } from './demo.js';
@@ -22,6 +22,10 @@ function demoBanner(url: string, database: string, config: Config, { demo, revok
     `  demo API key: ${demo.key}   (shown once)`,
     `  admin key   : ${demo.adminKey}   (shown once; the admin API at ${url}/api/admin/v1)`,
     `  console     : ${url}/console   (sign in with either key)`,
+    '',
+    'For the commands of the README and docs/, in the shell you run them from:',
+    `  export BASE=${base} ORG=${demo.orgId} KEY=${demo.key}`,
+    `  export ADMIN=${url}/api/admin/v1 AK=${demo.adminKey} EMERGENCY_API_URL=${url} EMERGENCY_API_ADMIN_KEY=${demo.adminKey}`,
     revoked.apiKeyIds.length + revoked.adminKeyIds.length > 0
       ? `  earlier demo keys: ${plural(revoked.apiKeyIds.length, 'API key')} and ${plural(revoked.adminKeyIds.length, 'admin key')} revoked; only the keys above work`
       : null,
@@ -83,7 +87,7 @@ export const serveCommands: Record<string, CliCommand> = {
       checkRoleDatabase(role, config, processes);
       const ctx = await startupStep('database', config, () => createContext(config));
       const applied = await startupStep('database', config, () => migrateToLatest(ctx.db));
-      for (const name of applied) process.stderr.write(`migration ${name} applied\n`);
+      if (applied.length > 0) process.stderr.write(`${migrationsSummary(applied)}\n`);
       await startupStep('attachments', config, () => prepareAttachmentDirectory(config));
       if (processes > 1 && !isSupervisedProcess()) {
         // Migrated once here, so that the processes do not race to; each opens the database itself.
@@ -94,7 +98,7 @@ export const serveCommands: Record<string, CliCommand> = {
       // The web stack is loaded by this command only, not by every command of the CLI.
       const { startServer } = await import('../server.js');
       const server = await startupStep('listen', config, () => startServer(config, ctx, { role }));
-      for (const name of applied) server.app.log.info({ migration: name }, `migration ${name} applied`);
+      if (applied.length > 0) server.app.log.info({ migrations: applied }, migrationsSummary(applied));
       server.app.log.info({ role }, `serving as role ${role}`);
       if (server.metricsUrl) server.app.log.info({ url: `${server.metricsUrl}/metrics` }, 'metrics listener started');
       const shutdown = async (signal: string) => {

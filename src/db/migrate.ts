@@ -26,3 +26,8 @@ export async function migrationsApplied(handle: DbHandle): Promise<boolean> {
   const all = await migrator.getMigrations();
   return all.every((m) => m.executedAt !== undefined);
 }
+
+/** The migrations a start applied, in one line: a first start applies them all, and what is printed next stays in view. */
+export function migrationsSummary(applied: string[]): string {
+  return applied.length === 1 ? `migration ${applied[0]} applied` : `${applied.length} migrations applied (${applied[0]} … ${applied.at(-1)})`;
+}

@@ -102,46 +102,50 @@ const DATA: Partial<Record<EventType | 'change', { text: string; example: (type:
   },
 };
 
+/** A webhook as OpenAPI 3.1 describes one: a POST the service sends, signed per Standard Webhooks, with its body. */
+function webhookPost(op: { operationId: string; summary: string; description: string; schema: Json; example: Json; responses: Json }): Json {
+  return {
+    post: {
+      operationId: op.operationId,
+      summary: op.summary,
+      description: op.description,
+      tags: ['webhooks'],
+      security: [],
+      parameters: Object.entries(WEBHOOK_HEADERS).map(([name, h]) => ({ in: 'header', name, ...h })),
+      requestBody: { required: true, content: { 'application/json': { schema: op.schema, example: op.example } } },
+      responses: op.responses,
+    },
+  };
+}
+
 export function describeWebhooks(components: Json): Json {
   components.schemas ??= {};
   const webhooks: Json = {};
   for (const type of EVENT_TYPES) {
     const data = DATA[type] ?? DATA.change!;
-    webhooks[type] = {
-      post: {
-        operationId: `webhook_${type.replace('.', '_')}`,
-        summary: `${type}: ${WHAT[type]}`,
-        description:
-          `${WHAT[type]} POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; ` +
-          `${data.text} Answer 2xx within the timeout; anything else is retried on the retry schedule.`,
-        tags: ['webhooks'],
-        security: [],
-        parameters: Object.entries(WEBHOOK_HEADERS).map(([name, h]) => ({ in: 'header', name, ...h })),
-        requestBody: {
-          required: true,
-          content: {
-            'application/json': {
-              schema: ENVELOPE,
-              example: {
-                eventId: '0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d',
-                eventType: type,
-                apiVersion: '1.0.0',
-                createdAt: '2026-11-21T17:44:29.123Z',
-                orgId: '0195f3a8-0000-7000-8000-000000000001',
-                emergencyId: EMERGENCY_ID,
-                sequence: type === DRILL_COMPLETED ? 4 : type === DELIVERY_COMPLETED ? 3 : type === DELIVERY_OVERDUE ? 2 : 1,
-                data: data.example(type),
-              },
-            },
-          },
-        },
-        responses: {
-          '200': { description: 'Received (any 2xx).' },
-          '410': { description: 'Gone: the subscription is disabled at once.' },
-          '500': { description: 'Any other answer, or none within the timeout: retried.' },
-        },
+    webhooks[type] = webhookPost({
+      operationId: `webhook_${type.replace('.', '_')}`,
+      summary: `${type}: ${WHAT[type]}`,
+      description:
+        `${WHAT[type]} POSTed to every subscription that matches, signed per Standard Webhooks with the subscription's secret; ` +
+        `${data.text} Answer 2xx within the timeout; anything else is retried on the retry schedule.`,
+      schema: ENVELOPE,
+      example: {
+        eventId: '0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6d',
+        eventType: type,
+        apiVersion: '1.0.0',
+        createdAt: '2026-11-21T17:44:29.123Z',
+        orgId: '0195f3a8-0000-7000-8000-000000000001',
+        emergencyId: EMERGENCY_ID,
+        sequence: type === DRILL_COMPLETED ? 4 : type === DELIVERY_COMPLETED ? 3 : type === DELIVERY_OVERDUE ? 2 : 1,
+        data: data.example(type),
       },
-    };
+      responses: {
+        '200': { description: 'Received (any 2xx).' },
+        '410': { description: 'Gone: the subscription is disabled at once.' },
+        '500': { description: 'Any other answer, or none within the timeout: retried.' },
+      },
+    });
   }
   webhooks[PING_EVENT_TYPE] = describePing(components);
   return webhooks;
@@ -168,38 +172,26 @@ function describePing(components: Json): Json {
       },
     },
   };
-  return {
-    post: {
-      operationId: 'webhook_webhook_ping',
-      summary: `${PING_EVENT_TYPE}: a test delivery, sent when an admin tests the subscription (POST /webhooks/{id}/test of the admin API).`,
-      description:
-        "POSTed once to the subscription's URL, whatever its status and event-type filter, signed per Standard Webhooks with its " +
-        'secret like any delivery. Not retried: the answer (status, latency, error) is what the test reports, and it is kept in ' +
-        "the subscription's delivery log.",
-      tags: ['webhooks'],
-      security: [],
-      parameters: Object.entries(WEBHOOK_HEADERS).map(([name, h]) => ({ in: 'header', name, ...h })),
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': {
-            schema: { $ref: '#/components/schemas/WebhookPing' },
-            example: {
-              eventId: '0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e',
-              eventType: PING_EVENT_TYPE,
-              apiVersion: '1.0.0',
-              createdAt: '2026-11-21T17:44:29.123Z',
-              data: { subscriptionId: '0195f3a8-0000-7000-8000-000000000004' },
-            },
-          },
-        },
-      },
-      responses: {
-        '200': { description: 'Received (any 2xx): the test reports succeeded.' },
-        default: { description: 'Any other answer, or none within the timeout: the test reports failed; nothing is retried.' },
-      },
+  return webhookPost({
+    operationId: 'webhook_webhook_ping',
+    summary: `${PING_EVENT_TYPE}: a test delivery, sent when an admin tests the subscription (POST /webhooks/{id}/test of the admin API).`,
+    description:
+      "POSTed once to the subscription's URL, whatever its status and event-type filter, signed per Standard Webhooks with its " +
+      'secret like any delivery. Not retried: the answer (status, latency, error) is what the test reports, and it is kept in ' +
+      "the subscription's delivery log.",
+    schema: { $ref: '#/components/schemas/WebhookPing' },
+    example: {
+      eventId: '0195f3a8-7c2e-7a41-9d3b-5e8f1c2a4b6e',
+      eventType: PING_EVENT_TYPE,
+      apiVersion: '1.0.0',
+      createdAt: '2026-11-21T17:44:29.123Z',
+      data: { subscriptionId: '0195f3a8-0000-7000-8000-000000000004' },
     },
-  };
+    responses: {
+      '200': { description: 'Received (any 2xx): the test reports succeeded.' },
+      default: { description: 'Any other answer, or none within the timeout: the test reports failed; nothing is retried.' },
+    },
+  });
 }
 
 /** The WebSocket upgrade of base stations, with its frames as schemas. */

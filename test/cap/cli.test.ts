@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createAdminKey } from '../../src/domain/admin-keys/service.js';
-import { runCli } from '../helpers/cli.js';
+import { adminCliModes, jsonCli, runCli } from '../helpers/cli.js';
 import { createOrgTree, mintKey, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 import { example, postCap } from './support.js';
 
@@ -15,10 +15,7 @@ describe('admin CLI: CAP event mappings', () => {
   let org: OrgFixture;
   let adminKey: string;
   const cwd = mkdtempSync(join(tmpdir(), 'emergency-api-cap-cli-'));
-  const modes = {
-    database: () => ({ DATABASE_URL: server.databaseUrl }),
-    'admin API': () => ({ DATABASE_URL: undefined, EMERGENCY_API_URL: server.url, EMERGENCY_API_ADMIN_KEY: adminKey }),
-  };
+  const modes = adminCliModes(() => ({ databaseUrl: server.databaseUrl, url: server.url, adminKey }));
 
   before(async () => {
     server = await startTestServer();
@@ -32,11 +29,7 @@ describe('admin CLI: CAP event mappings', () => {
 
   for (const [mode, env] of Object.entries(modes)) {
     it(`sets, lists and deletes a mapping (${mode}); ingested alerts follow it`, async () => {
-      const cli = async (...args: string[]) => {
-        const res = await runCli([...args, '--json'], env(), { cwd });
-        assert.equal(res.code, 0, `${args.join(' ')}: ${res.stderr}`);
-        return res.json;
-      };
+      const cli = jsonCli(env(), cwd);
       const event = `Severe Thunderstorm (${mode})`;
       const set = await cli('admin', 'cap-mapping', 'set', '--org', org.orgId, '--event', event, '--category', 'Medical');
       assert.deepEqual([set.event, set.categoryName, set.categoryId], [event, 'Medical', org.categories.Medical]);

@@ -1,27 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { type DeviceTestServer, startDeviceServer } from '../devices/support.js';
-import { onPostgres } from '../helpers/db.js';
+import { describe, it } from 'node:test';
+import { SEVERAL_INSTANCES, twoInstances } from '../devices/support.js';
 import { client } from '../helpers/http.js';
 import { deadlineOrg, eventually, feedOf, registerDevice, sleep, watchDevice } from './support.js';
 
 const OVERDUE = 'emergency.delivery_overdue';
 
-describe('acknowledgement deadlines on two instances of one PostgreSQL database', {
-  skip: onPostgres ? false : 'needs PostgreSQL: set DATABASE_URL=postgres://... (SQLite serves one instance per database)',
-}, () => {
-  let a: DeviceTestServer;
-  let b: DeviceTestServer;
-  before(async () => {
-    a = await startDeviceServer();
-    b = await startDeviceServer({ databaseUrl: a.databaseUrl });
-  });
-  after(async () => {
-    await b?.stop();
-    await a?.close();
-  });
+describe('acknowledgement deadlines on two instances of one PostgreSQL database', SEVERAL_INSTANCES, () => {
+  const servers = twoInstances();
 
   it('each overdue event is appended once, and each instance re-sends to the silent devices connected to it', async () => {
+    const { a, b } = servers;
     const org = await deadlineOrg(a.ctx, a.url);
     const onB = client(`${b.url}/api/public/v1`, org.key);
     assert.equal((await org.admin.patch(`/orgs/${org.orgId}`, { ackDeadlineSeconds: 5 })).status, 200);

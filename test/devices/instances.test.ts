@@ -1,28 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createDevice } from '../../src/domain/devices/service.js';
 import { client } from '../helpers/http.js';
 import { createOrgTree, mintKey } from '../helpers/server.js';
-import { connectDevice, type DeviceTestServer, startDeviceServer } from './support.js';
-import { onPostgres } from '../helpers/db.js';
+import { connectDevice, SEVERAL_INSTANCES, twoInstances } from './support.js';
 
-describe('several server instances on one PostgreSQL database', {
-  skip: onPostgres ? false : 'needs PostgreSQL: set DATABASE_URL=postgres://... (SQLite serves one instance per database)',
-}, () => {
-  let a: DeviceTestServer;
-  let b: DeviceTestServer;
-  before(async () => {
-    // A long poll interval: deliveries across instances must come from LISTEN/NOTIFY, not the backstop.
-    a = await startDeviceServer({ eventLog: { pollIntervalMs: 60_000 } });
-    b = await startDeviceServer({ databaseUrl: a.databaseUrl, eventLog: { pollIntervalMs: 60_000 } });
-  });
-  after(async () => {
-    await b?.stop();
-    await a?.close();
-  });
+describe('several server instances on one PostgreSQL database', SEVERAL_INSTANCES, () => {
+  const servers = twoInstances({ eventLog: { pollIntervalMs: 60_000 } });
 
   it('delivers to a device on instance B the events written on instance A, live and on resume', async () => {
+    const { a, b } = servers;
     const org = await createOrgTree(a.ctx);
     const { key } = await mintKey(a.ctx, { subjectType: 'org', subjectId: org.orgId });
     const onA = client(a.base, key);

@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http';
+import { after, before } from 'node:test';
 import WebSocket from 'ws';
 import { loadConfig } from '../../src/config.js';
 import type { DeviceGatewayOptions } from '../../src/devices/gateway.js';
 import type { EventLogOptions } from '../../src/log/follow.js';
 import { type RunningServer, startServer } from '../../src/server.js';
-import { freshDatabaseUrl } from '../helpers/db.js';
+import { freshDatabaseUrl, onPostgres } from '../helpers/db.js';
 import { TEST_ENV } from '../helpers/server.js';
 
 export interface DeviceTestServer extends RunningServer {
@@ -152,4 +153,23 @@ export async function runConcurrently(count: number, concurrency: number, fn: (i
       while (next < count) await fn(next++);
     }),
   );
+}
+
+/** The option of a suite of several instances on one database: it runs on PostgreSQL only. */
+export const SEVERAL_INSTANCES = {
+  skip: onPostgres ? false : 'needs PostgreSQL: set DATABASE_URL=postgres://... (SQLite serves one instance per database)',
+};
+
+/** Two instances of the service on one database for the tests of the calling suite: started before them, stopped after. */
+export function twoInstances(options: Omit<Parameters<typeof startDeviceServer>[0], 'databaseUrl'> = {}): { a: DeviceTestServer; b: DeviceTestServer } {
+  const pair = {} as { a: DeviceTestServer; b: DeviceTestServer };
+  before(async () => {
+    pair.a = await startDeviceServer(options);
+    pair.b = await startDeviceServer({ ...options, databaseUrl: pair.a.databaseUrl });
+  });
+  after(async () => {
+    await pair.b?.stop();
+    await pair.a?.close();
+  });
+  return pair;
 }

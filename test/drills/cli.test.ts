@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { operatorCaller } from '../../src/domain/access/principal.js';
 import { createAdminKey } from '../../src/domain/admin-keys/service.js';
 import { eventually } from '../deadlines/support.js';
-import { runCli } from '../helpers/cli.js';
+import { adminCliModes, jsonCli, runCli } from '../helpers/cli.js';
 import { createOrgTree, type OrgFixture, startTestServer, type TestServer } from '../helpers/server.js';
 
 /** `emergency-api admin drill create|list|run|runs|delete`, on the database (as the operator) and over the admin API. */
@@ -15,10 +15,7 @@ describe('admin CLI: drills', () => {
   let org: OrgFixture;
   let adminKey: string;
   const cwd = mkdtempSync(join(tmpdir(), 'emergency-api-drill-cli-'));
-  const modes = {
-    database: () => ({ DATABASE_URL: server.databaseUrl }),
-    'admin API': () => ({ DATABASE_URL: undefined, EMERGENCY_API_URL: server.url, EMERGENCY_API_ADMIN_KEY: adminKey }),
-  };
+  const modes = adminCliModes(() => ({ databaseUrl: server.databaseUrl, url: server.url, adminKey }));
 
   before(async () => {
     server = await startTestServer({}, { drills: { pollIntervalMs: 200 } });
@@ -32,11 +29,7 @@ describe('admin CLI: drills', () => {
 
   for (const [mode, env] of Object.entries(modes)) {
     it(`creates, lists, runs and deletes a drill (${mode})`, async () => {
-      const cli = async (...args: string[]) => {
-        const res = await runCli([...args, '--json'], env(), { cwd });
-        assert.equal(res.code, 0, `${args.join(' ')}: ${res.stderr}`);
-        return res.json;
-      };
+      const cli = jsonCli(env(), cwd);
       const name = `Monthly siren test (${mode})`;
       const created = await cli(
         'admin',

@@ -1,25 +1,15 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { deadlineOrg, feedOf, sleep } from '../deadlines/support.js';
-import { type DeviceTestServer, startDeviceServer } from '../devices/support.js';
-import { onPostgres } from '../helpers/db.js';
+import { SEVERAL_INSTANCES, twoInstances } from '../devices/support.js';
 import { completedRuns, runsOf, shortSchedule } from './support.js';
 
-describe('drills on two instances of one PostgreSQL database', {
-  skip: onPostgres ? false : 'needs PostgreSQL: set DATABASE_URL=postgres://... (SQLite serves one instance per database)',
-}, () => {
-  let a: DeviceTestServer;
-  let b: DeviceTestServer;
-  before(async () => {
-    a = await startDeviceServer();
-    b = await startDeviceServer({ databaseUrl: a.databaseUrl });
-  });
-  after(async () => {
-    await b?.stop();
-    await a?.close();
-  });
+describe('drills on two instances of one PostgreSQL database', SEVERAL_INSTANCES, () => {
+  const servers = twoInstances();
 
   it('each scheduled time runs once and completes once, whichever instance claims it', async () => {
+    // Both instances' workers race for each run; the test reads through a.
+    const { a } = servers;
     const org = await deadlineOrg(a.ctx, a.url);
     // Several drills due at the same times: both workers find them due and race for each.
     const { schedule, times } = shortSchedule(3, 8, 3);

@@ -36,3 +36,23 @@ export function runCli(args: string[], env: Record<string, string | undefined>, 
     });
   });
 }
+
+/**
+ * The two ways an admin command runs against a test server, by name: on its database (as the operator) and over its admin
+ * API with an admin key. Read when a test runs, once the server has started.
+ */
+export function adminCliModes(target: () => { databaseUrl: string; url: string; adminKey: string }): Record<string, () => Record<string, string | undefined>> {
+  return {
+    database: () => ({ DATABASE_URL: target().databaseUrl }),
+    'admin API': () => ({ DATABASE_URL: undefined, EMERGENCY_API_URL: target().url, EMERGENCY_API_ADMIN_KEY: target().adminKey }),
+  };
+}
+
+/** The CLI with `--json`, in `cwd` with `env`: each call must succeed, and answers its JSON. */
+export function jsonCli(env: Record<string, string | undefined>, cwd: string) {
+  return async (...args: string[]) => {
+    const res = await runCli([...args, '--json'], env, { cwd });
+    if (res.code !== 0) throw new Error(`${args.join(' ')} exited ${res.code}: ${res.stderr}`);
+    return res.json;
+  };
+}

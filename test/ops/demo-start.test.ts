@@ -91,9 +91,12 @@ describe('npm start (serve --demo), twice on one database', { timeout: 180_000 }
   it('leaves one active demo API key and one demo admin key; the first start’s keys are refused after the second', async () => {
     const first = await startDemo(env);
     running.push(first);
-    // A fresh database: every migration is named as it is applied, on stderr and in the log.
-    assert.match(first.stderr(), /^migration 0001_core applied$/m);
-    assert.match(first.stdout(), /"migration":"0001_core".*"msg":"migration 0001_core applied"/);
+    // A fresh database: the migrations in one line, on stderr and in the log, so that the keys stay in view.
+    assert.match(first.stderr(), /^\d+ migrations applied \(0001_core … 00\d\d_\w+\)$/m);
+    assert.match(first.stdout(), /"migrations":\["0001_core",.*"msg":"\d+ migrations applied/);
+    // And the lines to paste into the shell the README's and docs' commands run in.
+    assert.match(first.stdout(), new RegExp(`export BASE=${first.url}/api/public/v1 ORG=${first.orgId} KEY=${first.key}`));
+    assert.match(first.stdout(), new RegExp(`export ADMIN=${first.url}/api/admin/v1 AK=${first.adminKey}`));
     assert.doesNotMatch(first.stdout(), /earlier demo keys/);
     assert.match(first.stdout(), /webhooks {4}: local receivers \(http:\/\/127\.0\.0\.1:\.\.\.\) accepted in demo mode/);
     assert.equal(await status(`${first.url}/api/public/v1/orgs/${first.orgId}/emergencies`, first.key), 200);
@@ -103,7 +106,7 @@ describe('npm start (serve --demo), twice on one database', { timeout: 180_000 }
     running.push(second);
     assert.equal(second.orgId, first.orgId, 'the demo org is reused');
     assert.notEqual(second.key, first.key);
-    assert.doesNotMatch(second.stderr(), /migration \S+ applied/, 'nothing left to migrate');
+    assert.doesNotMatch(second.stderr(), /migrations? \S+ applied/, 'nothing left to migrate');
     assert.match(second.stdout(), /earlier demo keys: 1 API key and 1 admin key revoked; only the keys above work/);
 
     assert.deepEqual(await activeDemoKeys(database.url, first.orgId), { api: 1, admin: 1 });

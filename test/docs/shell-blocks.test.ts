@@ -8,12 +8,13 @@ import { freshDatabaseUrl } from '../helpers/db.js';
 
 /**
  * Every ```sh, ```bash and ```shell block of README.md and docs/*.md, pasted into bash as a reader would:
- * in the repository root, one block at a time, after `npm start` (a fresh database, any free port), with
- * what it printed in BASE, ORG, KEY, ADMIN, AK, EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY. A block that
- * sets one of those to the placeholder the page shows (`ORG=0b6c0f7e-...`) gets the real value, and
- * 127.0.0.1:8080 (npm start's address) becomes the test server's. Usage synopses are ```text blocks.
+ * in the repository root, after `npm start` (a fresh database, any free port), each page's blocks in order in
+ * one shell, which first runs the `export` lines npm start printed (BASE, ORG, KEY, ADMIN, AK,
+ * EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY) and nothing else: a block that set one of them to a
+ * placeholder would break the blocks after it. 127.0.0.1:8080 (npm start's address) becomes the test server's.
+ * Usage synopses are ```text blocks.
  *
- * A block passes when bash (-e -u -o pipefail) exits 0 within the time limit and leaves no file behind.
+ * A page passes when bash (-e -u -o pipefail) exits 0 within the time limit and leaves no file behind.
  * `curl` gets --fail-with-body unless the block already chose --fail: a command that shows an answer
  * prints an error body as readily as a success, so without it a 401 or a 404 would pass unnoticed.
  */
@@ -57,14 +58,15 @@ const commands = (code: string) =>
     .map((l) => l.replace(/\s+#.*$/, '').trim())
     .filter((l) => l && !l.startsWith('#'));
 
-const firstLine = (block: Block) => commands(block.code)[0] ?? '';
-
 // `npm ci` and `npm test` cannot run inside the test suite (they reinstall and rerun it): the Setup block is
 // checked against what CI runs instead, and `npm start` is what every other block runs against.
 const SETUP = ['npm ci && npm start', 'npm test'];
 const isSetup = (block: Block) => commands(block.code).join('\n') === SETUP.join('\n');
 
 const ALL = PAGES.flatMap(shellBlocks);
+
+/** The variables the pages use, which npm start prints as `export` lines. */
+const PRINTED = { BASE: 1, ORG: 1, KEY: 1, ADMIN: 1, AK: 1, EMERGENCY_API_URL: 1, EMERGENCY_API_ADMIN_KEY: 1 };
 const RUNNABLE = ALL.filter((b) => !isSetup(b));
 
 interface DemoServer {
@@ -74,6 +76,8 @@ interface DemoServer {
   orgId: string;
   key: string;
   adminKey: string;
+  /** The `export` lines it printed for the README's and docs' commands. */
+  exports: string;
 }
 
 /** `npm start` on a fresh database and a free port; what it prints, parsed. */
@@ -110,6 +114,7 @@ async function npmStart(databaseUrl: string): Promise<DemoServer> {
     orgId: field(/^ {2}demo org id : ([0-9a-f-]{36})$/m),
     key: field(/^ {2}demo API key: (enk_live_[0-9a-f]+) /m),
     adminKey: field(/^ {2}admin key {3}: (enk_adm_[0-9a-f]+) /m),
+    exports: [...banner.matchAll(/^ {2}(export .+)$/gm)].map((m) => m[1]).join('\n'),
   };
 }
 
@@ -136,7 +141,7 @@ interface Outcome {
 }
 
 /** Runs a script with bash in its own process group, which is ended afterwards (background jobs included). */
-async function runBash(script: string, env: Record<string, string | undefined>): Promise<Outcome> {
+async function runBash(script: string, env: Record<string, string | undefined>, timeoutMs = BLOCK_TIMEOUT_MS): Promise<Outcome> {
   const child = spawn('bash', ['-e', '-u', '-o', 'pipefail', '-c', `${CURL_WITH_FAIL}\n${script}`], {
     cwd: ROOT,
     env,
@@ -150,7 +155,7 @@ async function runBash(script: string, env: Record<string, string | undefined>):
   const timer = setTimeout(() => {
     timedOut = true;
     stopGroup(child);
-  }, BLOCK_TIMEOUT_MS);
+  }, timeoutMs);
   const code = await new Promise<number | null>((done) => child.once('exit', (c) => done(c)));
   clearTimeout(timer);
   stopGroup(child);
@@ -162,6 +167,7 @@ describe('shell blocks of README.md and docs/*.md, run as pasted', () => {
   const linked = mkdtempSync(join(tmpdir(), 'emergency-api-path-'));
   let server: DemoServer;
   let env: Record<string, string | undefined>;
+  let shellEnv: Record<string, string | undefined>;
   const ran = new Map<Block, Outcome>();
 
   before(async () => {
@@ -184,6 +190,13 @@ describe('shell blocks of README.md and docs/*.md, run as pasted', () => {
       EMERGENCY_API_URL: server.url,
       EMERGENCY_API_ADMIN_KEY: server.adminKey,
     };
+    // The pages' shells start without them: only npm start's export lines set them.
+    shellEnv = Object.fromEntries(Object.entries(env).filter(([name]) => !(name in PRINTED)));
+    assert.deepEqual(
+      [...server.exports.matchAll(/\b([A-Z_]+)=/g)].map((m) => m[1]).sort(),
+      Object.keys(PRINTED).sort(),
+      'npm start prints an export of each variable the pages use',
+    );
   });
   after(async () => {
     if (server) {
@@ -211,17 +224,22 @@ describe('shell blocks of README.md and docs/*.md, run as pasted', () => {
     assert.equal(output, '201');
   });
 
-  for (const block of RUNNABLE) {
-    it(`${block.file}:${block.line} ${firstLine(block)}`, { timeout: BLOCK_TIMEOUT_MS + 10_000 }, async () => {
+  for (const page of PAGES) {
+    const blocks = RUNNABLE.filter((b) => b.file === page);
+    if (blocks.length === 0) continue;
+    const timeout = BLOCK_TIMEOUT_MS * blocks.length;
+    it(`${page}: ${blocks.length} blocks, in order, in one shell`, { timeout: timeout + 10_000 }, async () => {
       const present = new Set(readdirSync(ROOT));
-      const outcome = await runBash(asPasted(block.code, server), env);
-      ran.set(block, outcome);
+      // Each block announces itself on stderr first, so that a failure names the block it stopped in.
+      const script = blocks.map((b) => `echo "--- block ${b.file}:${b.line}" >&2\n${onThisServer(b.code, server)}`).join('\n');
+      const outcome = await runBash(`${server.exports}\n${script}`, shellEnv, timeout);
+      for (const block of blocks) ran.set(block, outcome);
+      const reached = [...outcome.output.matchAll(/^--- block (\S+)$/gm)].at(-1)?.[1] ?? page;
       // Reported, not removed: the working tree is the reader's.
       const left = readdirSync(ROOT).filter((name) => !present.has(name));
-      const where = `${block.file}:${block.line} (${firstLine(block)})`;
-      assert.ok(!outcome.timedOut, `${where} still ran after ${BLOCK_TIMEOUT_MS / 1000} s:\n${outcome.output.slice(-3000)}`);
-      assert.equal(outcome.code, 0, `${where} exited ${outcome.code}:\n${outcome.output.slice(-3000)}`);
-      assert.deepEqual(left, [], `${where} left files in the repository root`);
+      assert.ok(!outcome.timedOut, `${page} still ran after ${timeout / 1000} s, in block ${reached}:\n${outcome.output.slice(-3000)}`);
+      assert.equal(outcome.code, 0, `${page} exited ${outcome.code} in block ${reached}:\n${outcome.output.slice(-3000)}`);
+      assert.deepEqual(left, [], `${page} left files in the repository root`);
     });
   }
 
@@ -257,23 +275,8 @@ describe('shell blocks of README.md and docs/*.md, run as pasted', () => {
   });
 });
 
-/** The block with npm start's values in place of the page's placeholders. */
-function asPasted(code: string, server: DemoServer): string {
+/** The block with the test server's address in place of npm start's usual one (the test's runs on a free port). */
+function onThisServer(code: string, server: DemoServer): string {
   const host = new URL(server.url).host;
-  const real: Record<string, string> = {
-    BASE: `${server.url}/api/public/v1`,
-    ORG: server.orgId,
-    KEY: server.key,
-    ADMIN: `${server.url}/api/admin/v1`,
-    AK: server.adminKey,
-    EMERGENCY_API_URL: server.url,
-    EMERGENCY_API_ADMIN_KEY: server.adminKey,
-  };
-  return code
-    .replace(
-      /^(\s*(?:export\s+)?)(BASE|ORG|KEY|ADMIN|AK|EMERGENCY_API_URL|EMERGENCY_API_ADMIN_KEY)=(\S*)/gm,
-      (whole, lead: string, name: string, value: string) => (/\.\.\.|…|127\.0\.0\.1:8080/.test(value) ? `${lead}${name}=${real[name]}` : whole),
-    )
-    .replaceAll('127.0.0.1:8080', host)
-    .replaceAll('localhost:8080', host);
+  return code.replaceAll('127.0.0.1:8080', host).replaceAll('localhost:8080', host);
 }

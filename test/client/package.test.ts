@@ -69,6 +69,19 @@ describe('TypeScript client as an npm package', () => {
     if (work) await rm(work, { recursive: true, force: true });
   });
 
+  it('builds alone: its own npm ci (a few packages, not the whole service install) and npm run build, outside the repository', async () => {
+    const alone = join(work, 'alone');
+    await mkdir(alone);
+    for (const file of ['package.json', 'package-lock.json', 'tsconfig.json', 'README.md']) await copyFile(join(CLIENT_DIR, file), join(alone, file));
+    await run('cp', ['-r', join(CLIENT_DIR, 'src'), join(alone, 'src')], alone);
+    await run('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund'], alone);
+    await run('npm', ['run', 'build'], alone);
+    const built = await readdir(join(alone, 'dist'));
+    for (const file of ['index.js', 'index.d.ts', 'follow-events.js', 'device-stream.js']) assert.ok(built.includes(file), `dist/${file} is built`);
+    const installed = await readdir(join(alone, 'node_modules'));
+    assert.ok(!installed.includes('fastify') && !installed.includes('better-sqlite3'), "none of the service's dependencies");
+  });
+
   it('packs, installs into an empty project, type-checks a strict consumer and runs it against a live server', async () => {
     // npm pack builds the package (its prepack script) and writes the tarball.
     const packDir = join(work, 'pack');

@@ -8,13 +8,13 @@ import { freshDatabaseUrl } from '../helpers/db.js';
 
 /**
  * Every ```sh, ```bash and ```shell block of README.md and docs/*.md, pasted into bash as a reader would:
- * in the repository root, after `npm start` (a fresh database, any free port), each page's blocks in order in
- * one shell, which first runs the `export` lines npm start printed (BASE, ORG, KEY, ADMIN, AK,
+ * in the repository root, after `npm start` (a fresh database, any free port), every block in order (README.md,
+ * then docs/*.md by name) in one shell, which first runs the `export` lines npm start printed (BASE, ORG, KEY, ADMIN, AK,
  * EMERGENCY_API_URL and EMERGENCY_API_ADMIN_KEY) and nothing else: a block that set one of them to a
  * placeholder would break the blocks after it. 127.0.0.1:8080 (npm start's address) becomes the test server's.
  * Usage synopses are ```text blocks.
  *
- * A page passes when bash (-e -u -o pipefail) exits 0 within the time limit and leaves no file behind.
+ * It passes when bash (-e -u -o pipefail) runs them all, exits 0 within the time limit and leaves no file behind.
  * `curl` gets --fail-with-body unless the block already chose --fail: a command that shows an answer
  * prints an error body as readily as a success, so without it a 401 or a 404 would pass unnoticed.
  */
@@ -224,24 +224,21 @@ describe('shell blocks of README.md and docs/*.md, run as pasted', () => {
     assert.equal(output, '201');
   });
 
-  for (const page of PAGES) {
-    const blocks = RUNNABLE.filter((b) => b.file === page);
-    if (blocks.length === 0) continue;
-    const timeout = BLOCK_TIMEOUT_MS * blocks.length;
-    it(`${page}: ${blocks.length} blocks, in order, in one shell`, { timeout: timeout + 10_000 }, async () => {
-      const present = new Set(readdirSync(ROOT));
-      // Each block announces itself on stderr first, so that a failure names the block it stopped in.
-      const script = blocks.map((b) => `echo "--- block ${b.file}:${b.line}" >&2\n${onThisServer(b.code, server)}`).join('\n');
-      const outcome = await runBash(`${server.exports}\n${script}`, shellEnv, timeout);
-      for (const block of blocks) ran.set(block, outcome);
-      const reached = [...outcome.output.matchAll(/^--- block (\S+)$/gm)].at(-1)?.[1] ?? page;
-      // Reported, not removed: the working tree is the reader's.
-      const left = readdirSync(ROOT).filter((name) => !present.has(name));
-      assert.ok(!outcome.timedOut, `${page} still ran after ${timeout / 1000} s, in block ${reached}:\n${outcome.output.slice(-3000)}`);
-      assert.equal(outcome.code, 0, `${page} exited ${outcome.code} in block ${reached}:\n${outcome.output.slice(-3000)}`);
-      assert.deepEqual(left, [], `${page} left files in the repository root`);
-    });
-  }
+  it('every block of README.md and docs/*.md, in order, in one shell', { timeout: BLOCK_TIMEOUT_MS * RUNNABLE.length + 10_000 }, async () => {
+    const timeout = BLOCK_TIMEOUT_MS * RUNNABLE.length;
+    const present = new Set(readdirSync(ROOT));
+    // Each block announces itself on stderr first, so that a failure names the block it stopped in.
+    const script = RUNNABLE.map((b) => `echo "--- block ${b.file}:${b.line}" >&2\n${onThisServer(b.code, server)}`).join('\n');
+    const outcome = await runBash(`${server.exports}\n${script}`, shellEnv, timeout);
+    for (const block of RUNNABLE) ran.set(block, outcome);
+    const reached = [...outcome.output.matchAll(/^--- block (\S+)$/gm)].at(-1)?.[1] ?? 'the first block';
+    // Reported, not removed: the working tree is the reader's.
+    const left = readdirSync(ROOT).filter((name) => !present.has(name));
+    assert.ok(!outcome.timedOut, `still running after ${timeout / 1000} s, in block ${reached}:\n${outcome.output.slice(-3000)}`);
+    assert.equal(outcome.code, 0, `exited ${outcome.code} in block ${reached}:\n${outcome.output.slice(-3000)}`);
+    assert.equal(reached, `${RUNNABLE.at(-1)!.file}:${RUNNABLE.at(-1)!.line}`, 'every block ran');
+    assert.deepEqual(left, [], 'no file left in the repository root');
+  });
 
   it('README, Managing tenants over HTTP: the school it creates has its two base stations and its lockdown', async () => {
     const tenants = RUNNABLE.find((b) => b.file === 'README.md' && b.code.includes('"name":"Lincoln High"'));

@@ -64,21 +64,6 @@ export class AppError extends Error {
   }
 }
 
-/**
- * An AppError without a stack trace, for the refusals a flood of requests causes (401, 429): capturing the stack of a deep
- * request pipeline costs more than the answer, and nobody reads it. `Error.stackTraceLimit` is Node's documented switch for
- * that (nodejs.org/api/errors.html#errorstacktracelimit), set back before anything else runs.
- */
-export function refusal(code: ErrorCode, message: string, options: { retryAfterSeconds?: number } = {}): AppError {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return new AppError(code, message, {}, options);
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
-}
-
 /** One entry of a FastAPI-shaped 422 body. */
 export interface FieldIssue {
   loc: (string | number)[];

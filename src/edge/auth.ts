@@ -3,7 +3,7 @@ import type { IdempotencyScope } from '../db/idempotency.js';
 import type { Caller, Principal } from '../domain/access/principal.js';
 import type { KeyAuthenticator } from '../domain/keys/authenticator.js';
 import { normalizeOrgId } from '../domain/shared/ids.js';
-import { AppError, refusal } from '../errors.js';
+import { AppError } from '../errors.js';
 import type { AuthThrottle } from './auth-throttle.js';
 import type { ClientAddresses } from './client-address.js';
 import type { ConnectionIntake } from './connection-intake.js';
@@ -59,9 +59,9 @@ export const ADMIN_KEYS: KeyPolicy = { accepts: new Set(['admin_key']), unauthen
 function refuse(policy: KeyPolicy, reply: FastifyReply, decision: RateDecision): never {
   if (!decision.allowed) {
     reply.header('retry-after', decision.retryAfterSeconds);
-    throw refusal('rate_limited', `Too many failed authentications from this address; retry after ${decision.retryAfterSeconds} s.`);
+    throw new AppError('rate_limited', `Too many failed authentications from this address; retry after ${decision.retryAfterSeconds} s.`);
   }
-  throw refusal('unauthenticated', policy.unauthenticated);
+  throw new AppError('unauthenticated', policy.unauthenticated);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { refusal } from '../errors.js';
+import { AppError } from '../errors.js';
 
 export interface RateDecision {
   allowed: boolean;
@@ -74,7 +74,7 @@ export function enforceRateLimit(limiter: RateLimiter, keyId: string, reply: Fas
   reply.header('ratelimit-reset', decision.resetSeconds);
   if (!decision.allowed) {
     reply.header('retry-after', decision.retryAfterSeconds);
-    throw refusal(
+    throw new AppError(
       'rate_limited',
       cost === 1
         ? `Too many requests for this API key; retry after ${decision.retryAfterSeconds} s.`

@@ -177,6 +177,8 @@ try {
   const orgA = demo.orgId;
   const readKeyA = await mintKey(orgA, ['read'], 'tenant A feed reader');
   const streamKeysA = await Promise.all(Array.from({ length: STREAM_KEYS }, (_, i) => mintKey(orgA, ['read'], `tenant A streams ${i}`)));
+  // Enough keys for LARGE_BODIES uploads at once within each key's OFFLOAD_PER_KEY (2) heavy requests.
+  const uploadKeysA = await Promise.all(Array.from({ length: LARGE_BODIES / 2 }, (_, i) => mintKey(orgA, ['read', 'write'], `tenant A uploads ${i}`)));
   const setupKeys = await Promise.all(Array.from({ length: SETUP_KEYS }, (_, i) => mintKey(orgA, ['read', 'write'], `tenant A setup ${i}`)));
   const stationsA = await devices(orgA, Math.max(SILENT_DEVICES, HELD_SOCKETS), 'tenant A station');
   const declareA = (key: string) =>
@@ -274,7 +276,8 @@ try {
     });
   }
 
-  // 3. Four 56 MB message bodies at once, over and over (the same attachments, a new text each time).
+  // 3. Four 56 MB message bodies at once, over and over (the same attachments, a new text each time), from two keys
+  // (the heavy requests each key may have in flight), pausing as Retry-After asks when refused.
   if (chosen('large-bodies')) {
     const attachments = Array.from({ length: 5 }, (_, i) => ({
       src: `data:image/png;base64,${pngOf(ATTACHMENT_BYTES, i).toString('base64')}`,
@@ -285,11 +288,12 @@ try {
     await phase('large-bodies', `while A posts ${LARGE_BODIES} ${mb} MB message bodies at once, over and over`, () => ({
       ...abuseLoop(
         (i) =>
-          postParts(`${api(orgA)}/emergencies/${emergencyA}/messages`, { authorization: `Bearer ${demo.key}`, 'content-type': 'application/json' }, [
-            Buffer.from(`{"content":"camera frames ${i}"`),
-            tail,
-          ]),
-        { concurrency: LARGE_BODIES },
+          postParts(
+            `${api(orgA)}/emergencies/${emergencyA}/messages`,
+            { authorization: `Bearer ${uploadKeysA[i % uploadKeysA.length]}`, 'content-type': 'application/json' },
+            [Buffer.from(`{"content":"camera frames ${i}"`), tail],
+          ),
+        { concurrency: LARGE_BODIES, honourRetryAfter: true },
       ),
       bodyBytes: tail.length,
     }));

@@ -22,9 +22,13 @@ export type Abuse = { stop(): Promise<AbuseSummary> };
 
 /**
  * Runs `step` in `concurrency` loops until stopped; with `perSecond`, the steps start at that rate overall (a loop
- * that falls behind starts its next step at once).
+ * that falls behind starts its next step at once). With `honourRetryAfter`, a loop refused (429, 503 or a connection
+ * closed on its body) pauses a second, as the answer's Retry-After asks, before its next step.
  */
-export function abuseLoop(step: (i: number) => Promise<number>, options: { concurrency: number; perSecond?: number }): Abuse {
+export function abuseLoop(
+  step: (i: number) => Promise<number>,
+  options: { concurrency: number; perSecond?: number; honourRetryAfter?: boolean },
+): Abuse {
   let running = true;
   let next = 0;
   const statuses: Record<string, number> = {};
@@ -39,6 +43,7 @@ export function abuseLoop(step: (i: number) => Promise<number>, options: { concu
       }
       const status = await step(i).catch(() => -1);
       statuses[status] = (statuses[status] ?? 0) + 1;
+      if (options.honourRetryAfter && (status === 429 || status === 503 || status === -1)) await sleep(1000);
     }
   });
   return {

@@ -1,6 +1,5 @@
 import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { AppContext } from '../context.js';
 import { callerKey } from '../domain/access/caller-key.js';
 import { type PreparedAttachment, prepareAttachment } from '../domain/attachments/prepare.js';
@@ -10,7 +9,7 @@ import { hostileInputError, toFieldIssues } from '../edge/field-issues.js';
 import { callerOf } from '../edge/auth.js';
 import { AppError, fieldError, FieldValidationError } from '../errors.js';
 import { offloadTask } from '../offload/pool.js';
-import { type PortableError, portableError, rebuiltError, withBuffers } from '../offload/outcome.js';
+import { asBuffer, inSharedMemory, type PortableError, portableError, rebuiltError } from '../offload/outcome.js';
 import { LARGE_BODY_BYTES, largeBodySlot } from './large-bodies.js';
 import { parseLargeJson, readBody } from './large-json.js';
 
@@ -38,7 +37,7 @@ function parseJsonText(text: string): unknown {
 
 /**
  * Runs on a worker thread: parses a large post, validates it as the route would, and decodes, checks and hashes each inline
- * attachment. Only the bytes cross back (moved, not copied), never the megabytes of base64 text.
+ * attachment. Only the decoded bytes cross back, in shared memory (see inSharedMemory), never the megabytes of base64 text.
  */
 export async function decodeLargePost(body: Uint8Array): Promise<DecodedPostData> {
   const value = parseLargeJson(Buffer.from(body.buffer, body.byteOffset, body.byteLength), parseJsonText);
@@ -51,7 +50,8 @@ export async function decodeLargePost(body: Uint8Array): Promise<DecodedPostData
   let rejection: PortableError | null = null;
   for (const [index, spec] of input.attachments.entries()) {
     try {
-      prepared.push(await prepareAttachment(spec, index));
+      const attachment = await prepareAttachment(spec, index);
+      prepared.push(attachment.form === 'inline' ? { ...attachment, bytes: inSharedMemory(attachment.bytes) } : attachment);
     } catch (err) {
       rejection = portableError(err);
       if (!rejection) throw err;
@@ -59,45 +59,26 @@ export async function decodeLargePost(body: Uint8Array): Promise<DecodedPostData
     }
   }
   for (const spec of input.attachments) spec.src = '';
-  return withBuffers(
-    { input, prepared, rejection },
-    prepared.flatMap((a) => (a.form === 'inline' ? [a.bytes] : [])),
-  );
+  return { input, prepared, rejection };
 }
 
-/** What the main thread posts on an upload's port: a piece of the body, then null once the body is whole. */
-type BodyPiece = Uint8Array | null;
+/**
+ * An upload's state, in a word of shared memory the main thread writes and the worker waits on: RECEIVING until the body is
+ * whole (its length then in the next word) or given up (too large, cut, refused): then there is nothing to decode.
+ */
+const RECEIVING = 0;
+const WHOLE = 1;
+const ABANDONED = 2;
 
-/** The body's bytes as they come through `port`, in one buffer of its declared size when it has one. */
-function receiveBody(port: MessagePort, declared: number | null): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const whole = declared === null ? null : Buffer.allocUnsafe(declared);
-    const pieces: Uint8Array[] = [];
-    let filled = 0;
-    port.on('message', (piece: BodyPiece) => {
-      if (piece === null) {
-        port.close();
-        resolve(whole ?? Buffer.concat(pieces, filled));
-        return;
-      }
-      if (whole) whole.set(piece, filled);
-      else pieces.push(piece);
-      filled += piece.byteLength;
-    });
-    // The main thread closes the port when it gives up on the body (too large, cut, refused): there is nothing to decode.
-    port.once('close', () => reject(new AppError('bad_request', 'The body was not received whole.')));
-  });
-}
-
-/** Runs on a worker thread: assembles a large post from the pieces the main thread forwards as they arrive, then decodes it. */
-export async function decodeStreamedPost({ port, declared }: { port: MessagePort; declared: number | null }): Promise<DecodedPostData> {
-  return decodeLargePost(await receiveBody(port, declared));
+/** Runs on a worker thread: waits until the main thread has written the whole body into `body`, then decodes it. */
+export async function decodeStreamedPost({ body, state }: { body: SharedArrayBuffer; state: Int32Array }): Promise<DecodedPostData> {
+  const wait = Atomics.waitAsync(state, 0, RECEIVING);
+  if (wait.async) await wait.value;
+  if (Atomics.load(state, 0) !== WHOLE) throw new AppError('bad_request', 'The body was not received whole.');
+  return decodeLargePost(new Uint8Array(body, 0, Atomics.load(state, 1)));
 }
 
 export const decodeStreamedPostTask = offloadTask(import.meta.url, decodeStreamedPost);
-
-/** Pieces forwarded to the worker are gathered to this size first: fewer messages, each moved rather than copied. */
-const PIECE_BYTES = 1024 * 1024;
 
 /**
  * Each large body is read no faster than this (bytes per second): receiving, copying and decoding megabytes as fast as a client
@@ -105,14 +86,23 @@ const PIECE_BYTES = 1024 * 1024;
  */
 const READ_BYTES_PER_SECOND = 8 * 1024 * 1024;
 
+/** Sets an upload's state (see RECEIVING) and wakes the worker waiting on it. */
+function settle(state: Int32Array, outcome: typeof WHOLE | typeof ABANDONED, length = 0): void {
+  Atomics.store(state, 1, length);
+  Atomics.store(state, 0, outcome);
+  Atomics.notify(state, 0);
+}
+
 /**
- * Forwards the body to `port` as it arrives, holding at most one piece of it here; fails (and closes the port) as soon as the
- * body is longer than declared or than `limit`, shorter than declared, cut, or `decoded` failed.
+ * Writes the body into `body` (shared with the worker that decodes it) as it arrives, then marks it whole in `state`; fails
+ * (and marks it abandoned) as soon as the body is longer than declared or than the buffer, shorter than declared, cut, or
+ * `decoded` failed. Shared memory spares the main thread a buffer per piece, whose external memory would prompt full
+ * collections.
  */
-function forwardBody(payload: Readable, port: MessagePort, declared: number | null, limit: number, decoded: Promise<unknown>): Promise<void> {
+function receiveInto(payload: Readable, body: SharedArrayBuffer, state: Int32Array, declared: number | null, decoded: Promise<unknown>): Promise<void> {
   return new Promise((resolve, reject) => {
-    let piece = Buffer.allocUnsafeSlow(PIECE_BYTES);
-    let filled = 0;
+    const target = new Uint8Array(body);
+    const limit = body.byteLength;
     let total = 0;
     let settled = false;
     const started = performance.now();
@@ -125,13 +115,14 @@ function forwardBody(payload: Readable, port: MessagePort, declared: number | nu
         return;
       }
       payload.pause();
-      port.close();
+      settle(state, ABANDONED);
       reject(err);
     };
-    const send = () => {
-      port.postMessage(piece.subarray(0, filled), [piece.buffer]);
-      piece = Buffer.allocUnsafeSlow(PIECE_BYTES);
-      filled = 0;
+    const onData = (chunk: Buffer) => {
+      if (declared !== null && total + chunk.length > declared) return finish(new AppError('bad_request', 'The body is longer than its Content-Length.'));
+      if (total + chunk.length > limit) return finish(tooLarge(limit));
+      target.set(chunk, total);
+      total += chunk.length;
       // Backpressure: the socket is not read while the body is ahead of its pace, so the client waits, not the event loop.
       const ahead = (total / READ_BYTES_PER_SECOND) * 1000 - (performance.now() - started);
       if (ahead <= 0) return;
@@ -140,21 +131,9 @@ function forwardBody(payload: Readable, port: MessagePort, declared: number | nu
         if (!settled) payload.resume();
       }, ahead);
     };
-    const onData = (chunk: Buffer) => {
-      total += chunk.length;
-      if (declared !== null && total > declared) return finish(new AppError('bad_request', 'The body is longer than its Content-Length.'));
-      if (total > limit) return finish(tooLarge(limit));
-      for (let at = 0; at < chunk.length; ) {
-        const copied = chunk.copy(piece, filled, at);
-        filled += copied;
-        at += copied;
-        if (filled === PIECE_BYTES) send();
-      }
-    };
     const onEnd = () => {
       if (declared !== null && total !== declared) return finish(new AppError('bad_request', 'The body is shorter than its Content-Length.'));
-      if (filled > 0) send();
-      port.postMessage(null satisfies BodyPiece);
+      settle(state, WHOLE, total);
       finish();
     };
     const onClose = () => finish(new AppError('bad_request', 'The body was cut before its end.'));
@@ -169,8 +148,8 @@ function tooLarge(limit: number): AppError {
 
 /**
  * Reads a message post's body: a small one is parsed here; a large one (or one of unknown size), admitted by the large-body gate
- * with one of the key's worker slots, is forwarded piece by piece to a worker thread as it arrives (413 as soon as it crosses
- * the route's limit), which assembles and decodes it into a DecodedPost. The main thread never holds a large body whole.
+ * with one of the key's worker slots, is written as it arrives into memory shared with a worker thread (413 as soon as it
+ * crosses the route's limit), which decodes it into a DecodedPost once it is whole.
  */
 export async function readMessageBody(
   ctx: AppContext,
@@ -187,12 +166,13 @@ export async function readMessageBody(
   if (declared !== null && declared > limit) throw tooLarge(limit);
   const slot = largeBodySlot(request) ?? ctx.offload.slot(callerKey(callerOf(request)));
   try {
-    const { port1, port2 } = new MessageChannel();
-    const decoded = slot.run(decodeStreamedPostTask, { port: port2, declared }, [port2]);
-    await forwardBody(payload, port1, declared, limit, decoded);
+    // Of the declared size, or of the limit for a body of unknown size: pages never written are never committed.
+    const body = new SharedArrayBuffer(declared ?? limit);
+    const state = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+    const decoded = slot.run(decodeStreamedPostTask, { body, state });
+    await receiveInto(payload, body, state, declared, decoded);
     const data = await decoded;
-    // Buffers arrive as plain byte arrays: each is wrapped again, on the same memory.
-    const prepared = data.prepared.map((a) => (a.form === 'inline' ? { ...a, bytes: Buffer.from(a.bytes.buffer, a.bytes.byteOffset, a.bytes.byteLength) } : a));
+    const prepared = data.prepared.map((a) => (a.form === 'inline' ? { ...a, bytes: asBuffer(a.bytes) } : a));
     return new DecodedPost(data.input, prepared, data.rejection ? rebuiltError(data.rejection) : null);
   } finally {
     slot.release();

@@ -21,24 +21,17 @@ export function rebuiltError(error: PortableError): Error {
 }
 
 /**
- * The buffers of `value` that are worth moving rather than copying: those that own memory of their own (a small Buffer is a
- * slice of a shared pool, which must stay where it is). Each memory is listed once, as postMessage requires.
+ * A copy of `bytes` in shared memory, for a task's value: it crosses to the main thread without a copy, and, unlike memory
+ * moved or allocated there, it does not count toward the main thread's external memory, whose growth prompts its full
+ * garbage collections (pauses every tenant's alert path waits behind).
  */
-export function movableBuffers(buffers: Uint8Array[]): ArrayBuffer[] {
-  const out = new Set<ArrayBuffer>();
-  for (const b of buffers) if (b.buffer instanceof ArrayBuffer && b.buffer.byteLength > Buffer.poolSize) out.add(b.buffer);
-  return [...out];
+export function inSharedMemory(bytes: Uint8Array): Buffer {
+  const shared = Buffer.from(new SharedArrayBuffer(bytes.byteLength));
+  shared.set(bytes);
+  return shared;
 }
 
-/** A task's value whose large buffers move to the main thread instead of being copied. */
-export interface WithBuffers<O> {
-  value: O;
-  buffers: Uint8Array[];
-}
-
-export const MOVE = Symbol.for('emergency-api.offload.move');
-
-/** Marks a task's value whose `buffers` move to the main thread rather than being copied (the pool's worker unwraps it). */
-export function withBuffers<O>(value: O, buffers: Uint8Array[]): O {
-  return { [MOVE]: { value, buffers } satisfies WithBuffers<O> } as O;
+/** A buffer that came from a worker thread (as a plain byte array), wrapped again as a Buffer on the same memory. */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

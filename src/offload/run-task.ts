@@ -1,5 +1,4 @@
-import { move, transferableSymbol, valueSymbol } from 'piscina';
-import { MOVE, movableBuffers, type OffloadOutcome, portableError, type WithBuffers } from './outcome.js';
+import { type OffloadOutcome, portableError } from './outcome.js';
 
 /** Imports the task's module (once per thread) and runs the named export on the input; errors of the service cross as data. */
 export async function runTask({ module, name, input }: { module: string; name: string; input: unknown }): Promise<unknown> {
@@ -12,8 +11,5 @@ export async function runTask({ module, name, input }: { module: string; name: s
     if (!error) throw err;
     return { ok: false, error } satisfies OffloadOutcome<unknown>;
   }
-  const marked = value !== null && typeof value === 'object' ? ((value as Record<symbol, unknown>)[MOVE] as WithBuffers<unknown> | undefined) : undefined;
-  if (!marked) return { ok: true, value } satisfies OffloadOutcome<unknown>;
-  const outcome: OffloadOutcome<unknown> = { ok: true, value: marked.value };
-  return move({ [transferableSymbol]: movableBuffers(marked.buffers), [valueSymbol]: outcome } as never);
+  return { ok: true, value } satisfies OffloadOutcome<unknown>;
 }

@@ -1,4 +1,4 @@
-import { withBuffers } from '../../offload/outcome.js';
+import { inSharedMemory } from '../../offload/outcome.js';
 import { offloadTask } from '../../offload/pool.js';
 import type { EmergencyRecord } from '../emergencies/schema.js';
 import { atomFeed, type CapLinks } from './atom-feed.js';
@@ -44,7 +44,7 @@ export interface FeedSource {
   sandbox: boolean;
 }
 
-/** The organization's Atom feed of the given emergencies, in their order, as UTF-8 (moved to the main thread, not copied). */
+/** The organization's Atom feed of the given emergencies, in their order, as UTF-8 in shared memory (see inSharedMemory). */
 export async function feedDocument(source: FeedSource): Promise<Uint8Array> {
   const entries = [];
   for (const row of source.rows) {
@@ -55,8 +55,7 @@ export async function feedDocument(source: FeedSource): Promise<Uint8Array> {
     const alert = source.sandbox ? sandboxAlert(current) : current;
     entries.push({ emergency, alert, updated: new Date(alert.sent).toISOString() });
   }
-  const bytes = Buffer.from(atomFeed(source.org, entries, source.links, source.now), 'utf8');
-  return withBuffers(bytes, [bytes]);
+  return inSharedMemory(Buffer.from(atomFeed(source.org, entries, source.links, source.now), 'utf8'));
 }
 
 export const alertDocumentTask = offloadTask(import.meta.url, alertDocument);

@@ -17,6 +17,7 @@ import { isStorableTime, STORED_TIME_RANGE } from '../shared/schema.js';
 import { placeOfOrg } from '../tenancy/places.js';
 import type { CapLinks } from './atom-feed.js';
 import { alertDocumentTask, feedDocumentTask } from './documents.js';
+import { asBuffer } from '../../offload/outcome.js';
 import { feedCacheOf } from './feed-cache.js';
 import { capSenderOf, emergencyIdOfIdentifier } from './messages.js';
 import { type CapReference, type IncomingAlert, type IncomingInfo, readCapAlertTask } from './read-alert.js';
@@ -77,7 +78,7 @@ export async function capFeedDocument(ctx: AppContext, caller: Caller, orgId: st
     const xml = await ctx.offload.run(callerKey(caller), feedDocumentTask, source);
     return { xml, validUntil: Math.min(Number.POSITIVE_INFINITY, ...leaves) };
   });
-  return Buffer.from(xml.buffer, xml.byteOffset, xml.byteLength);
+  return asBuffer(xml);
 }
 
 // ---------------------------------------------------------------------------------------------------------------------------

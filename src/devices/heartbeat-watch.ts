@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { ConnectionRegistry } from './connection-registry.js';
 import type { DeviceConnection } from './connection.js';
 import type { Presence } from './presence.js';
@@ -10,12 +11,16 @@ export interface HeartbeatOptions {
   silenceTimeoutMs: number;
 }
 
+/** Devices pinged in one turn of the event loop: thousands at once would hold it from every tenant's alert path. */
+const PINGS_PER_TURN = 32;
+
 /**
- * Pings every device, drops the ones that have gone silent, and has presence record who was heard
+ * Pings every device (a few at a time, with a turn of the event loop between), drops the ones that have gone silent, and has presence record who was heard
  * from. Silence is checked more often than pings are sent, so a dead peer goes soon after the timeout.
  */
 export class HeartbeatWatch {
   private timers: NodeJS.Timeout[] = [];
+  private beating = false;
 
   constructor(
     private readonly connections: ConnectionRegistry,
@@ -25,7 +30,7 @@ export class HeartbeatWatch {
 
   start(): void {
     const silenceCheckMs = Math.max(50, Math.min(5_000, Math.floor(this.options.silenceTimeoutMs / 6)));
-    this.timers = [setInterval(() => this.beat(), this.options.pingIntervalMs), setInterval(() => this.dropSilent(), silenceCheckMs)];
+    this.timers = [setInterval(() => void this.beat(), this.options.pingIntervalMs), setInterval(() => this.dropSilent(), silenceCheckMs)];
     for (const t of this.timers) t.unref();
   }
 
@@ -34,15 +39,23 @@ export class HeartbeatWatch {
     this.timers = [];
   }
 
-  private beat(): void {
-    const now = Date.now();
-    const alive: DeviceConnection[] = [];
-    for (const conn of this.connections.values()) {
-      if (this.closeIfSilent(conn, now)) continue;
-      conn.ping();
-      alive.push(conn);
+  private async beat(): Promise<void> {
+    if (this.beating) return;
+    this.beating = true;
+    try {
+      const now = Date.now();
+      const alive: DeviceConnection[] = [];
+      for (const conn of [...this.connections.values()]) {
+        if (this.timers.length === 0) return;
+        if (this.closeIfSilent(conn, now)) continue;
+        conn.ping();
+        alive.push(conn);
+        if (alive.length % PINGS_PER_TURN === 0) await nextTurn();
+      }
+      this.presence.touch(alive, now);
+    } finally {
+      this.beating = false;
     }
-    this.presence.touch(alive, now);
   }
 
   private dropSilent(): void {

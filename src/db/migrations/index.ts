@@ -19,6 +19,7 @@ import * as integrations from './0018_integrations.js';
 import * as capRelay from './0019_cap_relay.js';
 import * as exercise from './0020_exercise.js';
 import * as drills from './0021_drills.js';
+import * as devicesByName from './0022_devices_by_name.js';
 
 /** Every migration, by name; names sort in the order they are applied. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0019_cap_relay': capRelay,
   '0020_exercise': exercise,
   '0021_drills': drills,
+  '0022_devices_by_name': devicesByName,
 };

@@ -255,7 +255,10 @@ try {
   // 1. The CAP Atom feed, polled by A's read key.
   if (chosen('cap-feed'))
     await phase('cap-feed', `while A polls its CAP Atom feed (${FEED_POLLERS} pollers, ${declaredA} open emergencies)`, () =>
-      abuseLoop(() => fetchStatus(`${api(orgA)}/cap/feed`, { headers: { authorization: `Bearer ${readKeyA}` } }), { concurrency: FEED_POLLERS }),
+      abuseLoop(() => fetchStatus(`${api(orgA)}/cap/feed`, { headers: { authorization: `Bearer ${readKeyA}` } }), {
+        concurrency: FEED_POLLERS,
+        honourRetryAfter: true,
+      }),
     );
 
   // 2. CAP ingest at the body limit, at a fifth of the rate limit.

@@ -25,10 +25,7 @@ export type Abuse = { stop(): Promise<AbuseSummary> };
  * that falls behind starts its next step at once). With `honourRetryAfter`, a loop refused (429, 503 or a connection
  * closed on its body) pauses a second, as the answer's Retry-After asks, before its next step.
  */
-export function abuseLoop(
-  step: (i: number) => Promise<number>,
-  options: { concurrency: number; perSecond?: number; honourRetryAfter?: boolean },
-): Abuse {
+export function abuseLoop(step: (i: number) => Promise<number>, options: { concurrency: number; perSecond?: number; honourRetryAfter?: boolean }): Abuse {
   let running = true;
   let next = 0;
   const statuses: Record<string, number> = {};

@@ -72,9 +72,7 @@ function targetedBy(db: Kysely<Database>, orgId: string, event: TargetingEvent, 
   const base = db.selectFrom('devices').where('org_id', '=', orgId).where('status', '=', 'active');
   // In name order, the creation time is compared as an expression: the planner then walks the name index and stops at the
   // limit, instead of reading every device the event targets through the creation-time index and sorting them all.
-  return inNameOrder
-    ? base.where((eb) => eb(eb('created_at', '||', ''), '<=', event.created_at))
-    : base.where('created_at', '<=', event.created_at);
+  return inNameOrder ? base.where((eb) => eb(eb('created_at', '||', ''), '<=', event.created_at)) : base.where('created_at', '<=', event.created_at);
 }
 
 /** How many active devices the event targets, and how many of them have acknowledged it. */

@@ -40,7 +40,7 @@ function parseJsonText(text: string): unknown {
  * attachment. Only the decoded bytes cross back, in shared memory (see inSharedMemory), never the megabytes of base64 text.
  */
 export async function decodeLargePost(body: Uint8Array): Promise<DecodedPostData> {
-  const value = parseLargeJson(Buffer.from(body.buffer, body.byteOffset, body.byteLength), parseJsonText);
+  const value = parseLargeJson(asBuffer(body), parseJsonText);
   const hostile = hostileInputError('body', value);
   if (hostile) throw hostile;
   const parsed = postMessageInput.safeParse(value === null ? undefined : value, { reportInput: true });

@@ -1,6 +1,5 @@
 import { extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { TransferListItem } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { AppError } from '../errors.js';
 import { type OffloadOutcome, rebuiltError } from './outcome.js';
@@ -71,17 +70,17 @@ export class Offload {
   }
 
   /** Runs one task under one of `key`'s slots. */
-  async run<I, O>(key: string, task: OffloadTask<I, O>, input: I, transfer: TransferListItem[] = []): Promise<O> {
+  async run<I, O>(key: string, task: OffloadTask<I, O>, input: I): Promise<O> {
     const slot = this.slot(key);
     try {
-      return await slot.run(task, input, transfer);
+      return await slot.run(task, input);
     } finally {
       slot.release();
     }
   }
 
   /** @internal to OffloadSlot: submits a job to the pool, or refuses it (503) when the queue is full. */
-  async submit<I, O>(task: OffloadTask<I, O>, input: I, transfer: TransferListItem[]): Promise<O> {
+  async submit<I, O>(task: OffloadTask<I, O>, input: I): Promise<O> {
     const pool = this.started();
     if (pool.queueSize >= this.settings.OFFLOAD_QUEUE) {
       throw new AppError(
@@ -91,7 +90,7 @@ export class Offload {
         { retryAfterSeconds: RETRY_AFTER_SECONDS },
       );
     }
-    const outcome = (await pool.run({ module: task.module, name: task.name, input }, { transferList: transfer })) as OffloadOutcome<O>;
+    const outcome = (await pool.run({ module: task.module, name: task.name, input })) as OffloadOutcome<O>;
     if (outcome.ok) return outcome.value;
     throw rebuiltError(outcome.error);
   }
@@ -129,8 +128,8 @@ export class OffloadSlot {
     private readonly key: string,
   ) {}
 
-  run<I, O>(task: OffloadTask<I, O>, input: I, transfer: TransferListItem[] = []): Promise<O> {
-    return this.offload.submit(task, input, transfer);
+  run<I, O>(task: OffloadTask<I, O>, input: I): Promise<O> {
+    return this.offload.submit(task, input);
   }
 
   release(): void {
